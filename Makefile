@@ -1,0 +1,44 @@
+# Two commands do all the set-up on a fresh machine: `make run` and `make test`.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+SQLITE_PATH ?= ./data/memory.db
+PORT ?= 3002
+
+.PHONY: run test install install-dev lint bench clean
+
+$(BIN)/python:
+	$(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+
+# Re-install only when pyproject.toml changes.
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q -e .
+	touch $@
+
+# torch is pinned to 2.13.0 by the `local` extra (the CPU build); it is installed first so no
+# other torch build is ever resolved.
+$(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q torch==2.13.0
+	$(BIN)/pip install -q -e '.[dev,local]'
+	touch $(VENV)/.installed $@
+
+install: $(VENV)/.installed
+install-dev: $(VENV)/.installed-dev
+
+run: install
+	mkdir -p $(dir $(SQLITE_PATH))
+	SQLITE_PATH=$(SQLITE_PATH) PORT=$(PORT) $(BIN)/memory-service serve
+
+lint: install-dev
+	$(BIN)/lint-imports
+
+test: install-dev
+	$(BIN)/lint-imports
+	HF_HUB_OFFLINE=1 $(BIN)/pytest -q -p no:cacheprovider
+
+bench: install-dev
+	$(BIN)/python bench/run.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache

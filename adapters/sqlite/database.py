@@ -1,0 +1,262 @@
+"""SQLite connections that never block the event loop.
+
+One writer thread owns the only write connection and group-commits: it takes every write waiting
+in its queue, runs each in its own SAVEPOINT inside one transaction, commits once, and only then
+answers each caller. A failing write rolls back to its savepoint and fails alone. Readers run on
+a small thread pool, each thread with its own connection, so in WAL mode reads never wait behind
+writes. (The shape follows datasette's ``database.py``, with group commit added.)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import queue
+import sqlite3
+import threading
+import uuid
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import TypeVar
+
+from domain.errors import DomainError, Unavailable
+
+T = TypeVar("T")
+log = logging.getLogger(__name__)
+
+MAX_GROUP = 512
+READ_THREADS = 4
+BUSY_TIMEOUT_MS = 5000
+
+
+def _casefold(text: str | None) -> str | None:
+    return None if text is None else text.casefold()
+
+
+def _configure(conn: sqlite3.Connection, *, writer: bool) -> None:
+    # SQLite's lower() and LIKE fold ASCII only; name lookups must fold "ZOË" like Python does.
+    conn.create_function("casefold", 1, _casefold, deterministic=True)
+    # Each PRAGMA on its own statement: executescript would COMMIT implicitly and hide errors.
+    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    conn.execute("PRAGMA foreign_keys = ON")
+    if writer:
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = NORMAL")
+    conn.execute("PRAGMA cache_size = -65536")
+    conn.execute("PRAGMA temp_store = MEMORY")
+    conn.execute("PRAGMA mmap_size = 268435456")
+
+
+def translate_error(exc: sqlite3.Error) -> DomainError:
+    """Map SQLite's storage failures to a clean 503 rather than a 500."""
+    text = str(exc).lower()
+    if "full" in text:
+        return Unavailable("the database disk is full; nothing was written")
+    if "readonly" in text or "read-only" in text:
+        return Unavailable("the database is read-only; nothing was written")
+    if "locked" in text or "busy" in text:
+        return Unavailable("the database is busy; retry the request")
+    return Unavailable("the database failed to complete the request")
+
+
+class _Closed:
+    pass
+
+
+_STOP = _Closed()
+
+
+class SqliteDatabase:
+    """A SQLite file (or a private in-memory database) with a group-committing writer thread."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._memory = path == ":memory:"
+        self._uri = f"file:nexus-{uuid.uuid4().hex}?mode=memory&cache=shared" if self._memory else None
+        if not self._memory:
+            Path(path).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._local = threading.local()
+        self._readers = ThreadPoolExecutor(max_workers=READ_THREADS, thread_name_prefix="sqlite-read")
+        self._reader_conns: list[sqlite3.Connection] = []
+        self._reader_lock = threading.Lock()
+        self._started = threading.Event()
+        self._start_error: BaseException | None = None
+        self._writer = threading.Thread(target=self._write_loop, name="sqlite-writer", daemon=True)
+        self._writer.start()
+        self._started.wait()
+        if self._start_error is not None:
+            raise self._start_error
+
+    def _connect(self, *, writer: bool) -> sqlite3.Connection:
+        if self._memory:
+            conn = sqlite3.connect(self._uri, uri=True, isolation_level=None, check_same_thread=False)
+        else:
+            conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        conn.row_factory = sqlite3.Row
+        _configure(conn, writer=writer)
+        if not writer:
+            conn.execute("PRAGMA query_only = ON")
+        return conn
+
+    # -- writes --------------------------------------------------------------------------------
+    async def write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """Run ``fn`` inside a committed transaction on the writer thread; returns after COMMIT."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[T] = loop.create_future()
+        self._queue.put((fn, future, loop))
+        return await future
+
+    def write_sync(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """The blocking form of ``write``, for start-up and command-line tools."""
+        done = threading.Event()
+        box: dict[str, object] = {}
+
+        def settle(result: object, error: BaseException | None) -> None:
+            box["result"], box["error"] = result, error
+            done.set()
+
+        self._queue.put((fn, settle, None))
+        done.wait()
+        if box["error"] is not None:
+            raise box["error"]  # type: ignore[misc]
+        return box["result"]  # type: ignore[return-value]
+
+    def _write_loop(self) -> None:
+        try:
+            conn = self._connect(writer=True)
+        except BaseException as exc:  # surfaced to the constructor
+            self._start_error = Unavailable(f"cannot open the database at {self.path}: {exc}")
+            self._started.set()
+            return
+        self._conn = conn
+        self._started.set()
+        while True:
+            item = self._queue.get()
+            if item is _STOP:
+                break
+            batch = [item]
+            while len(batch) < MAX_GROUP:
+                try:
+                    nxt = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if nxt is _STOP:
+                    self._queue.put(_STOP)
+                    break
+                batch.append(nxt)
+            try:
+                self._run_group(conn, batch)
+            except BaseException as exc:  # the writer thread must outlive any single failure
+                log.exception("writer group failed")
+                for _fn, future, loop in batch:
+                    self._settle(future, loop, None, Unavailable(f"write failed: {type(exc).__name__}"))
+        conn.close()
+
+    def _run_group(self, conn: sqlite3.Connection, batch: list) -> None:
+        outcomes: list[tuple[object, BaseException | None]] = []
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as exc:
+            error = translate_error(exc)
+            for fn, future, loop in batch:
+                self._settle(future, loop, None, error)
+            return
+        for fn, _future, _loop in batch:
+            try:
+                conn.execute("SAVEPOINT one_write")
+                result = fn(conn)
+                conn.execute("RELEASE one_write")
+                outcomes.append((result, None))
+            except BaseException as exc:  # one bad write must not fail its neighbours
+                if isinstance(exc, sqlite3.Error):
+                    log.warning("write failed: %s", exc)
+                    exc = translate_error(exc)
+                if not self._undo_one(conn):
+                    # SQLite rolled the whole transaction back (disk full, I/O error): nothing of
+                    # this group is committed, so every caller in it gets the error.
+                    error = exc if isinstance(exc, DomainError) else Unavailable("the write was rolled back")
+                    for _fn, future, loop in batch:
+                        self._settle(future, loop, None, error)
+                    return
+                outcomes.append((None, exc))
+        try:
+            conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            log.error("commit failed: %s", exc)
+            try:
+                conn.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass
+            error = translate_error(exc)
+            outcomes = [(None, error) for _ in batch]
+        for (_fn, future, loop), (result, error) in zip(batch, outcomes):
+            self._settle(future, loop, result, error)
+
+    @staticmethod
+    def _undo_one(conn: sqlite3.Connection) -> bool:
+        """Roll back the current write's savepoint; False when the transaction itself is gone."""
+        if not conn.in_transaction:
+            return False
+        try:
+            conn.execute("ROLLBACK TO one_write")
+            conn.execute("RELEASE one_write")
+            return True
+        except sqlite3.Error:
+            try:
+                conn.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass
+            return False
+
+    @staticmethod
+    def _settle(future, loop, result, error) -> None:
+        if loop is None:
+            future(result, error)
+            return
+
+        def resolve() -> None:
+            if future.done():  # cancelled by its caller, or already settled
+                return
+            if error is not None:
+                future.set_exception(error)
+            else:
+                future.set_result(result)
+
+        try:
+            loop.call_soon_threadsafe(resolve)
+        except RuntimeError:  # the loop is gone (shutdown); the write is committed regardless
+            pass
+
+    # -- reads ---------------------------------------------------------------------------------
+    async def read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """Run ``fn`` on a reader connection (in a thread); in-memory databases read on the writer."""
+        if self._memory:
+            return await self.write(fn)
+        loop = asyncio.get_running_loop()
+        try:
+            return await loop.run_in_executor(self._readers, self._read_in_thread, fn)
+        except sqlite3.Error as exc:
+            raise translate_error(exc) from exc
+
+    def _read_in_thread(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = self._connect(writer=False)
+            self._local.conn = conn
+            with self._reader_lock:
+                self._reader_conns.append(conn)
+        return fn(conn)
+
+    def close(self) -> None:
+        """Finish queued writes, then close every connection (idempotent)."""
+        if not self._writer.is_alive():
+            return
+        self._queue.put(_STOP)
+        self._writer.join()
+        self._readers.shutdown(wait=True)
+        with self._reader_lock:
+            for conn in self._reader_conns:
+                conn.close()
+            self._reader_conns.clear()

@@ -1,0 +1,82 @@
+"""Row <-> domain model mapping and the FTS5 query builder."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from typing import Any
+
+from domain.errors import Invalid
+from domain.keywords import KeywordQuery
+from domain.models import Entity, Episode, Relationship, Session, Summary, format_timestamp, parse_timestamp
+from domain.outbox import OutboxJob
+
+
+def dump_metadata(metadata: Any) -> str:
+    return json.dumps(metadata or {}, ensure_ascii=False, separators=(",", ":"))
+
+
+def _meta(text: str | None) -> dict[str, Any]:
+    return json.loads(text) if text else {}
+
+
+def stored_metadata(metadata: Any) -> tuple[str, dict[str, Any]]:
+    """The JSON text to store and the value a later read returns, so a write answers the same."""
+    text = dump_metadata(metadata)
+    return text, json.loads(text)
+
+
+def canonical_timestamp(text: str | None) -> str | None:
+    """A caller-supplied time in the store's format, so string order is time order."""
+    if text is None:
+        return None
+    try:
+        return format_timestamp(parse_timestamp(text))
+    except ValueError:
+        raise Invalid(f"createdAt {text!r} is not an ISO-8601 timestamp", field="createdAt") from None
+
+
+def session_of(row: sqlite3.Row) -> Session:
+    return Session(row["id"], row["external_id"], _meta(row["metadata"]), row["created_at"], row["updated_at"])
+
+
+def episode_of(row: sqlite3.Row) -> Episode:
+    return Episode(
+        row["id"], row["session_id"], row["user_message"], row["ai_response"],
+        row["token_count"], _meta(row["metadata"]), row["created_at"],
+    )
+
+
+def entity_of(row: sqlite3.Row) -> Entity:
+    return Entity(
+        row["id"], row["name"], row["type"], row["notes"], _meta(row["metadata"]),
+        row["created_at"], row["updated_at"],
+    )
+
+
+def relationship_of(row: sqlite3.Row) -> Relationship:
+    return Relationship(
+        row["id"], row["from_id"], row["to_id"], row["label"], _meta(row["metadata"]), row["created_at"]
+    )
+
+
+def summary_of(row: sqlite3.Row) -> Summary:
+    return Summary(
+        row["id"], row["session_id"], row["content"], row["first_episode_id"], row["last_episode_id"],
+        row["episode_count"], row["token_count"], _meta(row["metadata"]), row["created_at"],
+    )
+
+
+def job_of(row: sqlite3.Row) -> OutboxJob:
+    return OutboxJob(
+        row["id"], row["collection"], row["op"], row["ref_id"], row["attempts"], row["created_at"],
+        row["last_error"],
+    )
+
+
+def fts_match(query: KeywordQuery) -> str:
+    """The MATCH expression for a query. Plain terms are quoted, so they are never syntax."""
+    if query.mode == "fts":
+        return query.raw or ""
+    quoted = ['"' + term.replace('"', '""') + '"' for term in query.terms]
+    return (" OR " if query.mode == "any" else " ").join(quoted)

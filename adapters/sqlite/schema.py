@@ -1,0 +1,112 @@
+"""The schema, as forward migrations keyed by ``PRAGMA user_version``.
+
+A migration is a list of single statements (no executescript, which would commit implicitly);
+each version's statements and the version bump run in one transaction.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+_FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"
+
+
+def _fts(table: str, source: str, columns: list[str]) -> list[str]:
+    cols = ", ".join(columns)
+    new_vals = ", ".join(f"new.{c}" for c in columns)
+    old_vals = ", ".join(f"old.{c}" for c in columns)
+    return [
+        f"CREATE VIRTUAL TABLE {table} USING fts5({cols}, content='{source}', content_rowid='id',"
+        f" tokenize='{_FTS_TOKENIZER}')",
+        f"CREATE TRIGGER {table}_insert AFTER INSERT ON {source} BEGIN"
+        f" INSERT INTO {table}(rowid, {cols}) VALUES (new.id, {new_vals}); END",
+        f"CREATE TRIGGER {table}_delete AFTER DELETE ON {source} BEGIN"
+        f" INSERT INTO {table}({table}, rowid, {cols}) VALUES ('delete', old.id, {old_vals}); END",
+        f"CREATE TRIGGER {table}_update AFTER UPDATE OF {cols} ON {source} BEGIN"
+        f" INSERT INTO {table}({table}, rowid, {cols}) VALUES ('delete', old.id, {old_vals});"
+        f" INSERT INTO {table}(rowid, {cols}) VALUES (new.id, {new_vals}); END",
+    ]
+
+
+MIGRATIONS: list[list[str]] = [
+    # version 1: the seed's five tables, their keyword indexes and the embedding outbox
+    [
+        """CREATE TABLE sessions (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            external_id TEXT NOT NULL UNIQUE,
+            metadata TEXT NOT NULL DEFAULT '{}',
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL)""",
+        """CREATE TABLE episodes (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            session_id INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+            user_message TEXT NOT NULL,
+            ai_response TEXT NOT NULL,
+            token_count INTEGER,
+            metadata TEXT NOT NULL DEFAULT '{}',
+            created_at TEXT NOT NULL)""",
+        "CREATE INDEX idx_episodes_session_created ON episodes(session_id, created_at, id)",
+        """CREATE TABLE entities (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            name TEXT NOT NULL,
+            type TEXT NOT NULL,
+            notes TEXT,
+            metadata TEXT NOT NULL DEFAULT '{}',
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL,
+            UNIQUE(name, type))""",
+        "CREATE INDEX idx_entities_type ON entities(type, name)",
+        """CREATE TABLE relationships (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            from_id INTEGER NOT NULL REFERENCES entities(id) ON DELETE CASCADE,
+            to_id INTEGER NOT NULL REFERENCES entities(id) ON DELETE CASCADE,
+            label TEXT NOT NULL,
+            metadata TEXT NOT NULL DEFAULT '{}',
+            created_at TEXT NOT NULL,
+            UNIQUE(from_id, to_id, label))""",
+        "CREATE INDEX idx_relationships_to ON relationships(to_id)",
+        """CREATE TABLE summaries (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            session_id INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+            content TEXT NOT NULL,
+            first_episode_id INTEGER,
+            last_episode_id INTEGER,
+            episode_count INTEGER NOT NULL DEFAULT 0,
+            token_count INTEGER,
+            metadata TEXT NOT NULL DEFAULT '{}',
+            created_at TEXT NOT NULL)""",
+        "CREATE INDEX idx_summaries_session ON summaries(session_id, created_at, id)",
+        *_fts("episodes_fts", "episodes", ["user_message", "ai_response"]),
+        *_fts("summaries_fts", "summaries", ["content"]),
+        *_fts("entities_fts", "entities", ["name", "type", "notes"]),
+        """CREATE TABLE embedding_outbox (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            collection TEXT NOT NULL,
+            op TEXT NOT NULL,
+            ref_id INTEGER NOT NULL,
+            attempts INTEGER NOT NULL DEFAULT 0,
+            next_attempt_at TEXT NOT NULL,
+            last_error TEXT,
+            created_at TEXT NOT NULL)""",
+        "CREATE INDEX idx_outbox_due ON embedding_outbox(next_attempt_at, id)",
+    ],
+]
+
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def migrate(conn: sqlite3.Connection) -> int:
+    """Bring the database up to ``SCHEMA_VERSION`` inside the caller's transaction.
+
+    Returns the version found. A database newer than this code is refused rather than guessed at.
+    """
+    found = conn.execute("PRAGMA user_version").fetchone()[0]
+    if found > SCHEMA_VERSION:
+        raise RuntimeError(
+            f"the database schema is version {found}, newer than this service's {SCHEMA_VERSION}"
+        )
+    for version in range(found, SCHEMA_VERSION):
+        for statement in MIGRATIONS[version]:
+            conn.execute(statement)
+        conn.execute(f"PRAGMA user_version = {version + 1}")
+    return found

@@ -1,0 +1,164 @@
+"""Settings from the environment (and a ``.env`` file), validated once at start-up.
+
+Bad configuration raises ``ConfigError`` naming the variable; the CLI prints that one line and
+exits with status 2.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from domain.vectors import DEFAULT_DIMENSION
+
+EMBEDDERS = ("embedding-service", "ollama", "openai", "local", "hash", "fake")
+VECTOR_INDEXES = ("edge", "server", "memory")
+STORES = ("sqlite", "memory")
+LOG_FORMATS = ("text", "json")
+
+
+class ConfigError(ValueError):
+    def __init__(self, variable: str, message: str) -> None:
+        super().__init__(f"{variable}: {message}")
+        self.variable = variable
+
+
+@dataclass(frozen=True)
+class Settings:
+    sqlite_path: str
+    port: int = 3002
+    host: str = "127.0.0.1"
+    store: str = "sqlite"
+    vector_index: str = "edge"
+    qdrant_url: str | None = None
+    qdrant_path: str | None = None
+    qdrant_api_key: str | None = None
+    embedder: str = "embedding-service"
+    embedding_service_url: str = "http://localhost:3003"
+    ollama_url: str = "http://localhost:11434"
+    openai_url: str = "http://localhost:8000"
+    openai_api_key: str | None = None
+    embedding_model: str = "nomic-embed-text"
+    embedding_dim: int = DEFAULT_DIMENSION
+    embedding_timeout: float = 30.0
+    memory_api_key: str | None = None
+    default_ranker: str = "rrf"
+    rrf_k: int = 60
+    weighted_alpha: float = 0.5
+    recency_half_life_days: float = 30.0
+    mmr_lambda: float = 0.7
+    ranker_options: Mapping[str, str] = field(default_factory=dict)
+    log_level: str = "info"
+    log_format: str = "text"
+    max_body_bytes: int = 1_048_576
+    worker_batch: int = 64
+    worker_enabled: bool = True
+
+    @property
+    def resolved_qdrant_path(self) -> str:
+        if self.qdrant_path:
+            return self.qdrant_path
+        if self.sqlite_path == ":memory:":
+            return ""
+        return f"{self.sqlite_path}.qdrant"
+
+    def with_overrides(self, **changes) -> "Settings":
+        from dataclasses import replace
+
+        return replace(self, **changes)
+
+
+def _int(env: Mapping[str, str], name: str, default: int, minimum: int = 0, maximum: int = 2**31) -> int:
+    raw = env.get(name)
+    if raw in (None, ""):
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ConfigError(name, f"must be an integer, got {raw!r}") from None
+    if not minimum <= value <= maximum:
+        raise ConfigError(name, f"must be between {minimum} and {maximum}, got {value}")
+    return value
+
+
+def _float(env: Mapping[str, str], name: str, default: float, minimum: float = 0.0) -> float:
+    raw = env.get(name)
+    if raw in (None, ""):
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ConfigError(name, f"must be a number, got {raw!r}") from None
+    if value < minimum or value != value:
+        raise ConfigError(name, f"must be at least {minimum}, got {raw}")
+    return value
+
+
+def _choice(env: Mapping[str, str], name: str, default: str, choices: tuple[str, ...]) -> str:
+    value = (env.get(name) or default).strip().lower()
+    if value not in choices:
+        raise ConfigError(name, f"must be one of {', '.join(choices)}, got {value!r}")
+    return value
+
+
+def _bool(env: Mapping[str, str], name: str, default: bool) -> bool:
+    raw = (env.get(name) or "").strip().lower()
+    if not raw:
+        return default
+    if raw in ("1", "true", "yes", "on"):
+        return True
+    if raw in ("0", "false", "no", "off"):
+        return False
+    raise ConfigError(name, f"must be true or false, got {raw!r}")
+
+
+def load_settings(env: Mapping[str, str] | None = None, dotenv: str | Path | None = ".env") -> Settings:
+    """Read settings from ``env`` (default: ``os.environ`` plus ``.env``, the environment winning)."""
+    if env is None:
+        merged: dict[str, str] = {}
+        if dotenv and Path(dotenv).is_file():
+            from dotenv import dotenv_values
+
+            merged.update({k: v for k, v in dotenv_values(dotenv).items() if v is not None})
+        merged.update(os.environ)
+        env = merged
+    sqlite_path = (env.get("SQLITE_PATH") or "").strip()
+    if not sqlite_path:
+        raise ConfigError("SQLITE_PATH", "is required (a database file path, or :memory: for a throwaway store)")
+    qdrant_url = (env.get("QDRANT_URL") or "").strip() or None
+    vector_default = "server" if qdrant_url else "edge"
+    vector_index = _choice(env, "VECTOR_INDEX", vector_default, VECTOR_INDEXES)
+    if vector_index == "server" and not qdrant_url:
+        raise ConfigError("QDRANT_URL", "is required when VECTOR_INDEX=server")
+    return Settings(
+        sqlite_path=sqlite_path,
+        port=_int(env, "PORT", 3002, 0, 65535),
+        host=(env.get("HOST") or "127.0.0.1").strip(),
+        store=_choice(env, "STORE", "sqlite", STORES),
+        vector_index=vector_index,
+        qdrant_url=qdrant_url,
+        qdrant_path=(env.get("QDRANT_PATH") or "").strip() or None,
+        qdrant_api_key=env.get("QDRANT_API_KEY") or None,
+        embedder=_choice(env, "EMBEDDER", "embedding-service", EMBEDDERS),
+        embedding_service_url=(env.get("EMBEDDING_SERVICE_URL") or "http://localhost:3003").rstrip("/"),
+        ollama_url=(env.get("OLLAMA_URL") or "http://localhost:11434").rstrip("/"),
+        openai_url=(env.get("OPENAI_BASE_URL") or "http://localhost:8000").rstrip("/"),
+        openai_api_key=env.get("OPENAI_API_KEY") or None,
+        embedding_model=(env.get("EMBEDDING_MODEL") or "nomic-embed-text").strip(),
+        embedding_dim=_int(env, "EMBEDDING_DIM", DEFAULT_DIMENSION, 1, 65536),
+        embedding_timeout=_float(env, "EMBEDDING_TIMEOUT", 30.0, 0.01),
+        memory_api_key=env.get("MEMORY_API_KEY") or None,
+        default_ranker=(env.get("DEFAULT_RANKER") or "rrf").strip(),
+        rrf_k=_int(env, "RRF_K", 60, 1, 100000),
+        weighted_alpha=_float(env, "WEIGHTED_ALPHA", 0.5),
+        recency_half_life_days=_float(env, "RECENCY_HALF_LIFE_DAYS", 30.0, 0.001),
+        mmr_lambda=_float(env, "MMR_LAMBDA", 0.7),
+        ranker_options={k[len("RANKER_"):].lower(): v for k, v in env.items() if k.startswith("RANKER_")},
+        log_level=_choice(env, "LOG_LEVEL", "info", ("debug", "info", "warning", "error", "critical")),
+        log_format=_choice(env, "LOG_FORMAT", "text", LOG_FORMATS),
+        max_body_bytes=_int(env, "MAX_BODY_BYTES", 1_048_576, 1024),
+        worker_batch=_int(env, "EMBEDDING_BATCH", 64, 1, 4096),
+        worker_enabled=_bool(env, "EMBEDDING_WORKER", True),
+    )

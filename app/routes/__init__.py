@@ -1,0 +1,1 @@
+"""One Litestar controller per resource. Handlers parse, call one domain service, map the result."""

@@ -1,0 +1,63 @@
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from litestar import Controller, Response, delete, get, post
+from litestar.params import Parameter
+
+from app.routes.deps import Limit, Offset, PathId
+from app.schemas import (
+    DeleteRelationship, EntityOut, EntityPage, RelationshipOut, UpsertEntity, UpsertRelationship, entity_out,
+    entity_page, relationship_out,
+)
+from domain.models import NewEntity, NewRelationship
+from domain.services import EntityService
+
+Name = Annotated[str, Parameter(min_length=1, max_length=512)]
+
+
+class EntityController(Controller):
+    path = "/entities"
+    tags = ["entities"]
+
+    @post("/", summary="Upsert an entity by (name, type): 201 created, 200 updated")
+    async def upsert(self, data: UpsertEntity, entities: EntityService) -> Response[EntityOut]:
+        result = await entities.upsert(NewEntity(data.name, data.type, data.notes, data.metadata))
+        return Response(entity_out(result.item), status_code=201 if result.created else 200)
+
+    @get("/by-type/{entity_type:str}", summary="Entities of one type, by name")
+    async def by_type(self, entity_type: str, entities: EntityService, limit: Limit = 100,
+                      offset: Offset = 0) -> EntityPage:
+        return entity_page(await entities.by_type(entity_type, limit, offset))
+
+    @get("/search", summary="Entities whose name contains the given text")
+    async def by_name(self, name: Name, entities: EntityService, limit: Limit = 20) -> list[EntityOut]:
+        return [entity_out(e) for e in await entities.find_by_name(name, limit)]
+
+    @get("/{entity_id:int}", summary="Get an entity")
+    async def get_one(self, entity_id: PathId, entities: EntityService) -> EntityOut:
+        return entity_out(await entities.get(entity_id))
+
+    @delete("/{entity_id:int}", summary="Delete an entity, its relationships and its vector")
+    async def remove(self, entity_id: PathId, entities: EntityService) -> None:
+        await entities.delete(entity_id)
+
+    @get("/{entity_id:int}/relationships", summary="An entity's relationships (outgoing by default)")
+    async def relationships(
+        self, entity_id: PathId, entities: EntityService, direction: Literal["out", "in", "both"] = "out"
+    ) -> list[RelationshipOut]:
+        return [relationship_out(r) for r in await entities.relationships(entity_id, direction)]
+
+
+class RelationshipController(Controller):
+    path = "/relationships"
+    tags = ["relationships"]
+
+    @post("/", summary="Upsert a relationship by (fromId, toId, label): 201 created, 200 updated")
+    async def upsert(self, data: UpsertRelationship, entities: EntityService) -> Response[RelationshipOut]:
+        result = await entities.relate(NewRelationship(data.from_id, data.to_id, data.label, data.metadata))
+        return Response(relationship_out(result.item), status_code=201 if result.created else 200)
+
+    @delete("/", summary="Delete a relationship named by {fromId, toId, label}", status_code=204)
+    async def remove(self, data: DeleteRelationship, entities: EntityService) -> None:
+        await entities.unrelate(data.from_id, data.to_id, data.label)

@@ -1,0 +1,63 @@
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from litestar import Controller, delete, get, patch, post
+from litestar.params import Parameter
+
+from app.routes.deps import PathId
+from app.schemas import (
+    CreateEpisode, EpisodeBatch, EpisodeHit, EpisodeOut, EpisodeSearchOut, UpdateEpisode, episode_out,
+)
+from domain.models import EpisodeChanges, NewEpisode, format_timestamp
+from domain.services import EpisodeService
+
+
+def new_episode(data: CreateEpisode) -> NewEpisode:
+    return NewEpisode(
+        session_id=data.session_id, user_message=data.user_message, ai_response=data.ai_response,
+        token_count=data.token_count, metadata=data.metadata,
+        created_at=format_timestamp(data.created_at) if data.created_at else None,
+    )
+
+
+class EpisodeController(Controller):
+    path = "/episodes"
+    tags = ["episodes"]
+
+    @post("/", summary="Store an episode (embedding follows in the background)", status_code=201)
+    async def create(self, data: CreateEpisode, episodes: EpisodeService) -> EpisodeOut:
+        return episode_out(await episodes.add(new_episode(data)))
+
+    @post("/batch", summary="Store many episodes in one transaction", status_code=201)
+    async def create_batch(self, data: EpisodeBatch, episodes: EpisodeService) -> list[EpisodeOut]:
+        return [episode_out(e) for e in await episodes.add_batch([new_episode(e) for e in data.episodes])]
+
+    @get("/search", summary="Keyword (FTS5 BM25) search across episodes")
+    async def search(
+        self,
+        episodes: EpisodeService,
+        q: Annotated[str, Parameter(min_length=1, max_length=2000, description="the words to find")],
+        limit: Annotated[int, Parameter(ge=1, le=1000)] = 10,
+        session_id: Annotated[int | None, Parameter(query="sessionId", ge=1, le=2**63 - 1)] = None,
+        match: Annotated[
+            Literal["all", "any", "fts"],
+            Parameter(description="all: every word; any: at least one; fts: raw FTS5 syntax"),
+        ] = "all",
+    ) -> EpisodeSearchOut:
+        hits = await episodes.search(q, limit, session_id, match)
+        return EpisodeSearchOut(query=q, match=match, results=[EpisodeHit(episode=episode_out(h.item), score=h.score)
+                                                               for h in hits])
+
+    @get("/{episode_id:int}", summary="Get an episode")
+    async def get_one(self, episode_id: PathId, episodes: EpisodeService) -> EpisodeOut:
+        return episode_out(await episodes.get(episode_id))
+
+    @patch("/{episode_id:int}", summary="Change an episode's text or metadata (re-indexed and re-embedded)")
+    async def update(self, episode_id: PathId, data: UpdateEpisode, episodes: EpisodeService) -> EpisodeOut:
+        changes = EpisodeChanges(data.user_message, data.ai_response, data.token_count, data.metadata)
+        return episode_out(await episodes.update(episode_id, changes))
+
+    @delete("/{episode_id:int}", summary="Delete an episode and its vector")
+    async def remove(self, episode_id: PathId, episodes: EpisodeService) -> None:
+        await episodes.delete(episode_id)

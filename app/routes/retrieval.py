@@ -1,0 +1,29 @@
+from __future__ import annotations
+
+from litestar import Controller, get, post
+from litestar.datastructures import State
+
+from app.schemas import ContextOut, ContextRequest, RankerOut, SearchOut, SearchRequest, context_out, search_out
+from domain.context import ContextService
+from domain.retrieval import SearchQuery, SearchService
+
+
+class RetrievalController(Controller):
+    tags = ["retrieval"]
+
+    @post("/search", summary="Hybrid retrieval: vector + keyword legs fused by a ranker", status_code=200)
+    async def search(self, data: SearchRequest, search: SearchService) -> SearchOut:
+        query = SearchQuery(data.query, data.limit, data.session_id, tuple(data.sources), data.ranker,
+                            data.since, data.until)
+        return search_out(await search.search(query))
+
+    @post("/context", summary="The context package for a prompt, cut to a token budget", status_code=200)
+    async def context(self, data: ContextRequest, context: ContextService) -> ContextOut:
+        return context_out(await context.build(data.query, data.session_id, data.token_budget,
+                                               data.recent_episodes, data.relevant_limit, data.ranker))
+
+    @get("/rankers", summary="Installed rankers and the plugin that provides each")
+    async def rankers(self, state: State) -> list[RankerOut]:
+        default = state.container.settings().default_ranker
+        return [RankerOut(name=r.name, description=r.description, plugin=r.plugin, default=r.name == default)
+                for r in state.container.rankers().describe()]

@@ -1,0 +1,27 @@
+from __future__ import annotations
+
+from litestar import Controller, delete, get, post
+
+from app.routes.deps import PathId
+from app.schemas import CreateSummary, SummaryOut, summary_out
+from domain.models import NewSummary
+from domain.services import SummaryService
+
+
+class SummaryController(Controller):
+    path = "/summaries"
+    tags = ["summaries"]
+
+    @post("/", summary="Store a summary of a session (embedded in the background)", status_code=201)
+    async def create(self, data: CreateSummary, summaries: SummaryService) -> SummaryOut:
+        new = NewSummary(data.session_id, data.content, data.first_episode_id, data.last_episode_id,
+                         data.episode_count, data.token_count, data.metadata)
+        return summary_out(await summaries.add(new))
+
+    @get("/{summary_id:int}", summary="Get a summary")
+    async def get_one(self, summary_id: PathId, summaries: SummaryService) -> SummaryOut:
+        return summary_out(await summaries.get(summary_id))
+
+    @delete("/{summary_id:int}", summary="Delete a summary and its vector")
+    async def remove(self, summary_id: PathId, summaries: SummaryService) -> None:
+        await summaries.delete(summary_id)

@@ -1,0 +1,46 @@
+"""Domain errors. The app maps each to one HTTP status in a single handler table."""
+
+from __future__ import annotations
+
+
+class DomainError(Exception):
+    """Base of every error the domain raises on purpose."""
+
+    code = "error"
+
+    def __init__(self, message: str, *, field: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.field = field
+
+
+class NotFound(DomainError):
+    code = "not_found"
+
+
+class Conflict(DomainError):
+    code = "conflict"
+
+
+class Invalid(DomainError):
+    """The request is well-formed but its content breaks a rule (bad FTS syntax, unknown ranker)."""
+
+    code = "invalid"
+
+
+class Unavailable(DomainError):
+    """A backing component (database, index) cannot serve the request right now."""
+
+    code = "unavailable"
+
+
+class EmbeddingError(DomainError):
+    """An embedder failed: unreachable, timed out, answered an error or a malformed body."""
+
+    code = "embedding_failed"
+
+
+class VectorIndexError(DomainError):
+    """The vector index failed or holds a collection incompatible with the configuration."""
+
+    code = "vector_index_failed"

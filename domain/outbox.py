@@ -1,0 +1,34 @@
+"""The embedding outbox: durable jobs that keep the vector index in step with the store."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+JobOp = Literal["upsert", "delete", "delete_session"]
+
+
+@dataclass(frozen=True, slots=True)
+class OutboxJob:
+    """One pending change to a vector collection.
+
+    ``upsert``: (re-)embed record ``ref_id`` of ``collection`` (a record that no longer exists is
+    deleted instead); ``delete``: remove point ``ref_id``; ``delete_session``: remove every point
+    whose payload ``sessionId`` is ``ref_id``.
+    """
+
+    id: int
+    collection: str
+    op: JobOp
+    ref_id: int
+    attempts: int
+    created_at: str
+    last_error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Backlog:
+    pending: int
+    oldest_created_at: str | None
+    last_error: str | None
+    failing: int = 0

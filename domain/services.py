@@ -1,0 +1,192 @@
+"""Use cases over the memory store. Routes call exactly one of these per request.
+
+The services own the rules a request must satisfy (non-empty names, limits in range, known
+records) so every adapter and every entry point (REST, CLI, tests) gets the same answers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from domain.errors import Invalid, NotFound
+from domain.keywords import MATCH_MODES, MatchMode, plain_query
+from domain.models import (
+    Entity, Episode, EpisodeChanges, KeywordHit, Metadata, NewEntity, NewEpisode, NewRelationship,
+    NewSummary, Page, Relationship, Session, Summary, Upserted,
+)
+from ports.memory_store import Direction, MemoryStore
+
+MAX_LIMIT = 1000
+MAX_BATCH = 1000
+MAX_TEXT = 100_000
+MAX_NAME = 512
+
+
+def check_limit(value: int, field: str = "limit", maximum: int = MAX_LIMIT) -> int:
+    if value < 1 or value > maximum:
+        raise Invalid(f"{field} must be between 1 and {maximum}", field=field)
+    return value
+
+
+def check_offset(value: int) -> int:
+    if value < 0:
+        raise Invalid("offset must not be negative", field="offset")
+    return value
+
+
+def check_text(value: str, field: str, *, maximum: int = MAX_TEXT, allow_empty: bool = False) -> str:
+    if not allow_empty and not value.strip():
+        raise Invalid(f"{field} must not be empty", field=field)
+    if len(value) > maximum:
+        raise Invalid(f"{field} is longer than {maximum} characters", field=field)
+    if "\x00" in value:
+        raise Invalid(f"{field} must not contain NUL characters", field=field)
+    return value
+
+
+def check_count(value: int | None, field: str) -> int | None:
+    if value is not None and value < 0:
+        raise Invalid(f"{field} must not be negative", field=field)
+    return value
+
+
+def _found(item, what: str, item_id: int | str):
+    if item is None:
+        raise NotFound(f"{what} {item_id} does not exist")
+    return item
+
+
+class SessionService:
+    def __init__(self, store: MemoryStore) -> None:
+        self._store = store
+
+    async def create(self, external_id: str, metadata: Metadata) -> Session:
+        return await self._store.create_session(check_text(external_id, "externalId", maximum=MAX_NAME), metadata)
+
+    async def get(self, session_id: int) -> Session:
+        return _found(await self._store.get_session(session_id), "session", session_id)
+
+    async def by_external_id(self, external_id: str) -> Session:
+        return _found(await self._store.get_session_by_external_id(external_id), "session", repr(external_id))
+
+    async def list(self, limit: int, offset: int) -> Page[Session]:
+        return await self._store.list_sessions(check_limit(limit), check_offset(offset))
+
+    async def update(self, session_id: int, metadata: Metadata) -> Session:
+        return _found(await self._store.update_session(session_id, metadata), "session", session_id)
+
+    async def delete(self, session_id: int) -> None:
+        _found(await self._store.delete_session(session_id) or None, "session", session_id)
+
+
+class EpisodeService:
+    def __init__(self, store: MemoryStore) -> None:
+        self._store = store
+
+    @staticmethod
+    def _checked(new: NewEpisode) -> NewEpisode:
+        check_text(new.user_message, "userMessage", allow_empty=True)
+        check_text(new.ai_response, "aiResponse", allow_empty=True)
+        if not (new.user_message.strip() or new.ai_response.strip()):
+            raise Invalid("userMessage and aiResponse must not both be empty", field="userMessage")
+        check_count(new.token_count, "tokenCount")
+        return new
+
+    async def add(self, new: NewEpisode) -> Episode:
+        return (await self._store.add_episodes([self._checked(new)]))[0]
+
+    async def add_batch(self, batch: Sequence[NewEpisode]) -> list[Episode]:
+        if not batch:
+            raise Invalid("episodes must not be empty", field="episodes")
+        if len(batch) > MAX_BATCH:
+            raise Invalid(f"at most {MAX_BATCH} episodes per batch", field="episodes")
+        return await self._store.add_episodes([self._checked(e) for e in batch])
+
+    async def get(self, episode_id: int) -> Episode:
+        return _found(await self._store.get_episode(episode_id), "episode", episode_id)
+
+    async def update(self, episode_id: int, changes: EpisodeChanges) -> Episode:
+        for field, value in (("userMessage", changes.user_message), ("aiResponse", changes.ai_response)):
+            if value is not None:
+                check_text(value, field, allow_empty=True)
+        check_count(changes.token_count, "tokenCount")
+        return _found(await self._store.update_episode(episode_id, changes), "episode", episode_id)
+
+    async def delete(self, episode_id: int) -> None:
+        _found(await self._store.delete_episode(episode_id) or None, "episode", episode_id)
+
+    async def of_session(self, session_id: int, limit: int, offset: int) -> Page[Episode]:
+        check_limit(limit)
+        check_offset(offset)
+        _found(await self._store.get_session(session_id), "session", session_id)
+        return await self._store.list_episodes(session_id, limit, offset)
+
+    async def search(
+        self, q: str, limit: int, session_id: int | None = None, match: str = "all"
+    ) -> list[KeywordHit[Episode]]:
+        """Keyword search: plain words by default (``all`` of them, or ``any``); ``fts`` is raw FTS5."""
+        check_text(q, "q", maximum=2000)
+        check_limit(limit)
+        if match not in MATCH_MODES:
+            raise Invalid(f"match must be one of {', '.join(MATCH_MODES)}", field="match")
+        mode: MatchMode = match  # type: ignore[assignment]
+        return await self._store.keyword_search("episodes", plain_query(q, mode), limit, session_id=session_id)
+
+
+class EntityService:
+    def __init__(self, store: MemoryStore) -> None:
+        self._store = store
+
+    async def upsert(self, new: NewEntity) -> Upserted[Entity]:
+        check_text(new.name, "name", maximum=MAX_NAME)
+        check_text(new.type, "type", maximum=MAX_NAME)
+        if new.notes is not None:
+            check_text(new.notes, "notes", allow_empty=True)
+        return await self._store.upsert_entity(new)
+
+    async def get(self, entity_id: int) -> Entity:
+        return _found(await self._store.get_entity(entity_id), "entity", entity_id)
+
+    async def by_type(self, entity_type: str, limit: int, offset: int) -> Page[Entity]:
+        return await self._store.list_entities_by_type(entity_type, check_limit(limit), check_offset(offset))
+
+    async def find_by_name(self, name: str, limit: int) -> list[Entity]:
+        return await self._store.find_entities_by_name(check_text(name, "name", maximum=MAX_NAME), check_limit(limit))
+
+    async def delete(self, entity_id: int) -> None:
+        _found(await self._store.delete_entity(entity_id) or None, "entity", entity_id)
+
+    async def relate(self, new: NewRelationship) -> Upserted[Relationship]:
+        check_text(new.label, "label", maximum=MAX_NAME)
+        return await self._store.upsert_relationship(new)
+
+    async def relationships(self, entity_id: int, direction: Direction = "out") -> list[Relationship]:
+        if direction not in ("out", "in", "both"):
+            raise Invalid("direction must be out, in or both", field="direction")
+        _found(await self._store.get_entity(entity_id), "entity", entity_id)
+        return await self._store.relationships_of(entity_id, direction)
+
+    async def unrelate(self, from_id: int, to_id: int, label: str) -> None:
+        if not await self._store.delete_relationship(from_id, to_id, label):
+            raise NotFound(f"relationship {from_id} -[{label}]-> {to_id} does not exist")
+
+
+class SummaryService:
+    def __init__(self, store: MemoryStore) -> None:
+        self._store = store
+
+    async def add(self, new: NewSummary) -> Summary:
+        check_text(new.content, "content")
+        check_count(new.token_count, "tokenCount")
+        check_count(new.episode_count, "episodeCount")
+        return await self._store.add_summary(new)
+
+    async def get(self, summary_id: int) -> Summary:
+        return _found(await self._store.get_summary(summary_id), "summary", summary_id)
+
+    async def of_session(self, session_id: int) -> list[Summary]:
+        _found(await self._store.get_session(session_id), "session", session_id)
+        return await self._store.list_summaries(session_id)
+
+    async def delete(self, summary_id: int) -> None:
+        _found(await self._store.delete_summary(summary_id) or None, "summary", summary_id)
