@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from app.plugins import ranker_options
 from domain.vectors import DEFAULT_DIMENSION
 
 EMBEDDERS = ("embedding-service", "ollama", "openai", "local", "hash", "fake")
@@ -45,7 +46,9 @@ class Settings:
     embedding_timeout: float = 30.0
     memory_api_key: str | None = None
     default_ranker: str = "rrf"
-    rrf_k: int = 60
+    rrf_k: int = 5
+    vector_weight: float = 1.0
+    keyword_weight: float = 3.0
     weighted_alpha: float = 0.5
     recency_half_life_days: float = 30.0
     mmr_lambda: float = 0.7
@@ -151,11 +154,13 @@ def load_settings(env: Mapping[str, str] | None = None, dotenv: str | Path | Non
         embedding_timeout=_float(env, "EMBEDDING_TIMEOUT", 30.0, 0.01),
         memory_api_key=env.get("MEMORY_API_KEY") or None,
         default_ranker=(env.get("DEFAULT_RANKER") or "rrf").strip(),
-        rrf_k=_int(env, "RRF_K", 60, 1, 100000),
+        rrf_k=_int(env, "RRF_K", 5, 0, 100000),
+        vector_weight=_float(env, "RRF_VECTOR_WEIGHT", 1.0),
+        keyword_weight=_float(env, "RRF_KEYWORD_WEIGHT", 3.0),
         weighted_alpha=_float(env, "WEIGHTED_ALPHA", 0.5),
         recency_half_life_days=_float(env, "RECENCY_HALF_LIFE_DAYS", 30.0, 0.001),
         mmr_lambda=_float(env, "MMR_LAMBDA", 0.7),
-        ranker_options={k[len("RANKER_"):].lower(): v for k, v in env.items() if k.startswith("RANKER_")},
+        ranker_options=ranker_options(env),
         log_level=_choice(env, "LOG_LEVEL", "info", ("debug", "info", "warning", "error", "critical")),
         log_format=_choice(env, "LOG_FORMAT", "text", LOG_FORMATS),
         max_body_bytes=_int(env, "MAX_BODY_BYTES", 1_048_576, 1024),

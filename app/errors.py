@@ -4,9 +4,10 @@ for anything a client sends."""
 from __future__ import annotations
 
 import logging
+import re
 
 from litestar import Request, Response
-from litestar.exceptions import HTTPException, ValidationException
+from litestar.exceptions import HTTPException, SerializationException, ValidationException
 from litestar.status_codes import HTTP_500_INTERNAL_SERVER_ERROR
 
 from app.schemas import ErrorBody
@@ -37,18 +38,40 @@ def domain_error(_: Request, exc: DomainError) -> Response[ErrorBody]:
     return _body(status, exc.code, exc.message, exc.field)
 
 
+_MISSING_FIELD = re.compile(r"missing required field `([^`]+)`")
+_MISSING_PARAM = re.compile(r"Missing required \w+ parameter '([^']+)'")
+
+
+def _camel(key: str) -> str:
+    # Path and query keys arrive as Python parameter names; the wire speaks camelCase.
+    head, *rest = key.split("_")
+    return head + "".join(part[:1].upper() + part[1:] for part in rest)
+
+
+def _field_and_message(key: str | None, message: str) -> tuple[str | None, str]:
+    if key == "data":  # the body as a whole: name the field inside it, when there is one
+        key = None
+        if message == "'data'":  # Litestar's KeyError text when there is no body at all
+            return None, "a JSON request body is required"
+    missing = _MISSING_FIELD.search(message)
+    if missing:
+        key = f"{key}.{missing.group(1)}" if key else missing.group(1)
+        return key, f"{key} is required"
+    if key:
+        key = _camel(key)
+        return key, message if key in message else f"{key}: {message}"
+    return None, message
+
+
 def validation_error(_: Request, exc: ValidationException) -> Response[ErrorBody]:
-    field, message = None, exc.detail
     extra = exc.extra if isinstance(exc.extra, list) else []
     if extra and isinstance(extra[0], dict):
-        first = extra[0]
-        field = first.get("key") or None
-        message = first.get("message") or message
-        if field and field not in str(message):
-            message = f"{field}: {message}"
-    if "malformed" in str(exc.detail).lower() or "json" in str(exc.detail).lower() and not extra:
-        message = f"malformed JSON body: {exc.detail}"
-    return _body(400, "validation_error", str(message), field)
+        field, message = _field_and_message(extra[0].get("key") or None, str(extra[0].get("message") or exc.detail))
+    else:
+        missing = _MISSING_PARAM.search(str(exc.detail))
+        field = missing.group(1) if missing else None
+        message = f"{field} is required" if field else str(exc.detail)
+    return _body(400, "validation_error", message, field)
 
 
 def http_error(_: Request, exc: HTTPException) -> Response[ErrorBody]:
@@ -56,6 +79,8 @@ def http_error(_: Request, exc: HTTPException) -> Response[ErrorBody]:
     if status >= 500:
         log.error("server error %s: %s", status, exc.detail)
         return _body(status, "internal_error", "the server failed to handle the request")
+    if status == 400 and isinstance(exc.__cause__, SerializationException):
+        return _body(400, "malformed_json", f"malformed JSON body: {exc.detail}")
     return _body(status, HTTP_CODES.get(status, "client_error"), str(exc.detail))
 
 

@@ -187,7 +187,7 @@ class MemoryStore(Protocol):
 
     # -- operations --------------------------------------------------------------------------
     async def counts(self) -> dict[str, int]:
-        """Row counts per table (sessions, episodes, entities, relationships, summaries, outbox)."""
+        """Row counts per table: sessions, episodes, entities, relationships, summaries, embedding_outbox."""
         ...
 
     async def health(self) -> str | None:

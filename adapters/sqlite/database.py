@@ -77,6 +77,10 @@ class SqliteDatabase:
         if not self._memory:
             Path(path).expanduser().parent.mkdir(parents=True, exist_ok=True)
         self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        # Guards "closed?" together with enqueueing: a write queued behind the stop marker would
+        # never be answered, so after close every call fails at once instead of hanging.
+        self._closing = threading.Lock()
+        self._closed = False
         self._local = threading.local()
         self._readers = ThreadPoolExecutor(max_workers=READ_THREADS, thread_name_prefix="sqlite-read")
         self._reader_conns: list[sqlite3.Connection] = []
@@ -105,7 +109,7 @@ class SqliteDatabase:
         """Run ``fn`` inside a committed transaction on the writer thread; returns after COMMIT."""
         loop = asyncio.get_running_loop()
         future: asyncio.Future[T] = loop.create_future()
-        self._queue.put((fn, future, loop))
+        self._submit((fn, future, loop))
         return await future
 
     def write_sync(self, fn: Callable[[sqlite3.Connection], T]) -> T:
@@ -117,11 +121,17 @@ class SqliteDatabase:
             box["result"], box["error"] = result, error
             done.set()
 
-        self._queue.put((fn, settle, None))
+        self._submit((fn, settle, None))
         done.wait()
         if box["error"] is not None:
             raise box["error"]  # type: ignore[misc]
         return box["result"]  # type: ignore[return-value]
+
+    def _submit(self, item: tuple) -> None:
+        with self._closing:
+            if self._closed:
+                raise Unavailable("the database is closed")
+            self._queue.put(item)
 
     def _write_loop(self) -> None:
         try:
@@ -236,7 +246,11 @@ class SqliteDatabase:
             return await self.write(fn)
         loop = asyncio.get_running_loop()
         try:
-            return await loop.run_in_executor(self._readers, self._read_in_thread, fn)
+            future = loop.run_in_executor(self._readers, self._read_in_thread, fn)
+        except RuntimeError:  # the pool is shut down: close() has run
+            raise Unavailable("the database is closed") from None
+        try:
+            return await future
         except sqlite3.Error as exc:
             raise translate_error(exc) from exc
 
@@ -251,9 +265,11 @@ class SqliteDatabase:
 
     def close(self) -> None:
         """Finish queued writes, then close every connection (idempotent)."""
-        if not self._writer.is_alive():
-            return
-        self._queue.put(_STOP)
+        with self._closing:
+            if self._closed:
+                return
+            self._closed = True
+            self._queue.put(_STOP)
         self._writer.join()
         self._readers.shutdown(wait=True)
         with self._reader_lock:

@@ -43,10 +43,10 @@ def _context(state: State) -> ContextService:
 
 
 DEPENDENCIES = {
-    "sessions": Provide(_sessions, sync_to_thread=False),
-    "episodes": Provide(_episodes, sync_to_thread=False),
-    "entities": Provide(_entities, sync_to_thread=False),
-    "summaries": Provide(_summaries, sync_to_thread=False),
-    "search": Provide(_search, sync_to_thread=False),
-    "context": Provide(_context, sync_to_thread=False),
+    "session_service": Provide(_sessions, sync_to_thread=False),
+    "episode_service": Provide(_episodes, sync_to_thread=False),
+    "entity_service": Provide(_entities, sync_to_thread=False),
+    "summary_service": Provide(_summaries, sync_to_thread=False),
+    "search_service": Provide(_search, sync_to_thread=False),
+    "context_service": Provide(_context, sync_to_thread=False),
 }

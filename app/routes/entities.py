@@ -21,32 +21,32 @@ class EntityController(Controller):
     tags = ["entities"]
 
     @post("/", summary="Upsert an entity by (name, type): 201 created, 200 updated")
-    async def upsert(self, data: UpsertEntity, entities: EntityService) -> Response[EntityOut]:
-        result = await entities.upsert(NewEntity(data.name, data.type, data.notes, data.metadata))
+    async def upsert(self, data: UpsertEntity, entity_service: EntityService) -> Response[EntityOut]:
+        result = await entity_service.upsert(NewEntity(data.name, data.type, data.notes, data.metadata))
         return Response(entity_out(result.item), status_code=201 if result.created else 200)
 
     @get("/by-type/{entity_type:str}", summary="Entities of one type, by name")
-    async def by_type(self, entity_type: str, entities: EntityService, limit: Limit = 100,
+    async def by_type(self, entity_type: str, entity_service: EntityService, limit: Limit = 100,
                       offset: Offset = 0) -> EntityPage:
-        return entity_page(await entities.by_type(entity_type, limit, offset))
+        return entity_page(await entity_service.by_type(entity_type, limit, offset))
 
     @get("/search", summary="Entities whose name contains the given text")
-    async def by_name(self, name: Name, entities: EntityService, limit: Limit = 20) -> list[EntityOut]:
-        return [entity_out(e) for e in await entities.find_by_name(name, limit)]
+    async def by_name(self, name: Name, entity_service: EntityService, limit: Limit = 20) -> list[EntityOut]:
+        return [entity_out(e) for e in await entity_service.find_by_name(name, limit)]
 
     @get("/{entity_id:int}", summary="Get an entity")
-    async def get_one(self, entity_id: PathId, entities: EntityService) -> EntityOut:
-        return entity_out(await entities.get(entity_id))
+    async def get_one(self, entity_id: PathId, entity_service: EntityService) -> EntityOut:
+        return entity_out(await entity_service.get(entity_id))
 
     @delete("/{entity_id:int}", summary="Delete an entity, its relationships and its vector")
-    async def remove(self, entity_id: PathId, entities: EntityService) -> None:
-        await entities.delete(entity_id)
+    async def remove(self, entity_id: PathId, entity_service: EntityService) -> None:
+        await entity_service.delete(entity_id)
 
     @get("/{entity_id:int}/relationships", summary="An entity's relationships (outgoing by default)")
     async def relationships(
-        self, entity_id: PathId, entities: EntityService, direction: Literal["out", "in", "both"] = "out"
+        self, entity_id: PathId, entity_service: EntityService, direction: Literal["out", "in", "both"] = "out"
     ) -> list[RelationshipOut]:
-        return [relationship_out(r) for r in await entities.relationships(entity_id, direction)]
+        return [relationship_out(r) for r in await entity_service.relationships(entity_id, direction)]
 
 
 class RelationshipController(Controller):
@@ -54,10 +54,10 @@ class RelationshipController(Controller):
     tags = ["relationships"]
 
     @post("/", summary="Upsert a relationship by (fromId, toId, label): 201 created, 200 updated")
-    async def upsert(self, data: UpsertRelationship, entities: EntityService) -> Response[RelationshipOut]:
-        result = await entities.relate(NewRelationship(data.from_id, data.to_id, data.label, data.metadata))
+    async def upsert(self, data: UpsertRelationship, entity_service: EntityService) -> Response[RelationshipOut]:
+        result = await entity_service.relate(NewRelationship(data.from_id, data.to_id, data.label, data.metadata))
         return Response(relationship_out(result.item), status_code=201 if result.created else 200)
 
     @delete("/", summary="Delete a relationship named by {fromId, toId, label}", status_code=204)
-    async def remove(self, data: DeleteRelationship, entities: EntityService) -> None:
-        await entities.unrelate(data.from_id, data.to_id, data.label)
+    async def remove(self, data: DeleteRelationship, entity_service: EntityService) -> None:
+        await entity_service.unrelate(data.from_id, data.to_id, data.label)

@@ -26,17 +26,17 @@ class EpisodeController(Controller):
     tags = ["episodes"]
 
     @post("/", summary="Store an episode (embedding follows in the background)", status_code=201)
-    async def create(self, data: CreateEpisode, episodes: EpisodeService) -> EpisodeOut:
-        return episode_out(await episodes.add(new_episode(data)))
+    async def create(self, data: CreateEpisode, episode_service: EpisodeService) -> EpisodeOut:
+        return episode_out(await episode_service.add(new_episode(data)))
 
     @post("/batch", summary="Store many episodes in one transaction", status_code=201)
-    async def create_batch(self, data: EpisodeBatch, episodes: EpisodeService) -> list[EpisodeOut]:
-        return [episode_out(e) for e in await episodes.add_batch([new_episode(e) for e in data.episodes])]
+    async def create_batch(self, data: EpisodeBatch, episode_service: EpisodeService) -> list[EpisodeOut]:
+        return [episode_out(e) for e in await episode_service.add_batch([new_episode(e) for e in data.episodes])]
 
     @get("/search", summary="Keyword (FTS5 BM25) search across episodes")
     async def search(
         self,
-        episodes: EpisodeService,
+        episode_service: EpisodeService,
         q: Annotated[str, Parameter(min_length=1, max_length=2000, description="the words to find")],
         limit: Annotated[int, Parameter(ge=1, le=1000)] = 10,
         session_id: Annotated[int | None, Parameter(query="sessionId", ge=1, le=2**63 - 1)] = None,
@@ -45,19 +45,19 @@ class EpisodeController(Controller):
             Parameter(description="all: every word; any: at least one; fts: raw FTS5 syntax"),
         ] = "all",
     ) -> EpisodeSearchOut:
-        hits = await episodes.search(q, limit, session_id, match)
+        hits = await episode_service.search(q, limit, session_id, match)
         return EpisodeSearchOut(query=q, match=match, results=[EpisodeHit(episode=episode_out(h.item), score=h.score)
                                                                for h in hits])
 
     @get("/{episode_id:int}", summary="Get an episode")
-    async def get_one(self, episode_id: PathId, episodes: EpisodeService) -> EpisodeOut:
-        return episode_out(await episodes.get(episode_id))
+    async def get_one(self, episode_id: PathId, episode_service: EpisodeService) -> EpisodeOut:
+        return episode_out(await episode_service.get(episode_id))
 
     @patch("/{episode_id:int}", summary="Change an episode's text or metadata (re-indexed and re-embedded)")
-    async def update(self, episode_id: PathId, data: UpdateEpisode, episodes: EpisodeService) -> EpisodeOut:
+    async def update(self, episode_id: PathId, data: UpdateEpisode, episode_service: EpisodeService) -> EpisodeOut:
         changes = EpisodeChanges(data.user_message, data.ai_response, data.token_count, data.metadata)
-        return episode_out(await episodes.update(episode_id, changes))
+        return episode_out(await episode_service.update(episode_id, changes))
 
     @delete("/{episode_id:int}", summary="Delete an episode and its vector")
-    async def remove(self, episode_id: PathId, episodes: EpisodeService) -> None:
-        await episodes.delete(episode_id)
+    async def remove(self, episode_id: PathId, episode_service: EpisodeService) -> None:
+        await episode_service.delete(episode_id)

@@ -12,14 +12,14 @@ class RetrievalController(Controller):
     tags = ["retrieval"]
 
     @post("/search", summary="Hybrid retrieval: vector + keyword legs fused by a ranker", status_code=200)
-    async def search(self, data: SearchRequest, search: SearchService) -> SearchOut:
+    async def search(self, data: SearchRequest, search_service: SearchService) -> SearchOut:
         query = SearchQuery(data.query, data.limit, data.session_id, tuple(data.sources), data.ranker,
                             data.since, data.until)
-        return search_out(await search.search(query))
+        return search_out(await search_service.search(query))
 
     @post("/context", summary="The context package for a prompt, cut to a token budget", status_code=200)
-    async def context(self, data: ContextRequest, context: ContextService) -> ContextOut:
-        return context_out(await context.build(data.query, data.session_id, data.token_budget,
+    async def context(self, data: ContextRequest, context_service: ContextService) -> ContextOut:
+        return context_out(await context_service.build(data.query, data.session_id, data.token_budget,
                                                data.recent_episodes, data.relevant_limit, data.ranker))
 
     @get("/rankers", summary="Installed rankers and the plugin that provides each")

@@ -15,35 +15,35 @@ class SessionController(Controller):
     tags = ["sessions"]
 
     @post("/", summary="Create a session", raises=[], status_code=201)
-    async def create(self, data: CreateSession, sessions: SessionService) -> SessionOut:
-        return session_out(await sessions.create(data.external_id, data.metadata))
+    async def create(self, data: CreateSession, session_service: SessionService) -> SessionOut:
+        return session_out(await session_service.create(data.external_id, data.metadata))
 
     @get("/", summary="List sessions, oldest first")
-    async def list_all(self, sessions: SessionService, limit: Limit = 20, offset: Offset = 0) -> SessionPage:
-        return session_page(await sessions.list(limit, offset))
+    async def list_all(self, session_service: SessionService, limit: Limit = 20, offset: Offset = 0) -> SessionPage:
+        return session_page(await session_service.list(limit, offset))
 
     @get("/by-external/{external_id:str}", summary="Get a session by its external id")
-    async def by_external(self, external_id: str, sessions: SessionService) -> SessionOut:
-        return session_out(await sessions.by_external_id(external_id))
+    async def by_external(self, external_id: str, session_service: SessionService) -> SessionOut:
+        return session_out(await session_service.by_external_id(external_id))
 
     @get("/{session_id:int}", summary="Get a session")
-    async def get_one(self, session_id: PathId, sessions: SessionService) -> SessionOut:
-        return session_out(await sessions.get(session_id))
+    async def get_one(self, session_id: PathId, session_service: SessionService) -> SessionOut:
+        return session_out(await session_service.get(session_id))
 
     @patch("/{session_id:int}", summary="Replace a session's metadata")
-    async def update(self, session_id: PathId, data: UpdateSession, sessions: SessionService) -> SessionOut:
-        return session_out(await sessions.update(session_id, data.metadata))
+    async def update(self, session_id: PathId, data: UpdateSession, session_service: SessionService) -> SessionOut:
+        return session_out(await session_service.update(session_id, data.metadata))
 
     @delete("/{session_id:int}", summary="Delete a session, its episodes, summaries and their vectors")
-    async def remove(self, session_id: PathId, sessions: SessionService) -> None:
-        await sessions.delete(session_id)
+    async def remove(self, session_id: PathId, session_service: SessionService) -> None:
+        await session_service.delete(session_id)
 
     @get("/{session_id:int}/episodes", summary="A session's episodes, oldest first, with the total")
     async def episodes_of(
-        self, session_id: PathId, episodes: EpisodeService, limit: Limit = 20, offset: Offset = 0
+        self, session_id: PathId, episode_service: EpisodeService, limit: Limit = 20, offset: Offset = 0
     ) -> EpisodePage:
-        return episode_page(await episodes.of_session(session_id, limit, offset))
+        return episode_page(await episode_service.of_session(session_id, limit, offset))
 
     @get("/{session_id:int}/summaries", summary="A session's summaries, oldest first")
-    async def summaries_of(self, session_id: PathId, summaries: SummaryService) -> list[SummaryOut]:
-        return [summary_out(s) for s in await summaries.of_session(session_id)]
+    async def summaries_of(self, session_id: PathId, summary_service: SummaryService) -> list[SummaryOut]:
+        return [summary_out(s) for s in await summary_service.of_session(session_id)]

@@ -13,15 +13,15 @@ class SummaryController(Controller):
     tags = ["summaries"]
 
     @post("/", summary="Store a summary of a session (embedded in the background)", status_code=201)
-    async def create(self, data: CreateSummary, summaries: SummaryService) -> SummaryOut:
+    async def create(self, data: CreateSummary, summary_service: SummaryService) -> SummaryOut:
         new = NewSummary(data.session_id, data.content, data.first_episode_id, data.last_episode_id,
                          data.episode_count, data.token_count, data.metadata)
-        return summary_out(await summaries.add(new))
+        return summary_out(await summary_service.add(new))
 
     @get("/{summary_id:int}", summary="Get a summary")
-    async def get_one(self, summary_id: PathId, summaries: SummaryService) -> SummaryOut:
-        return summary_out(await summaries.get(summary_id))
+    async def get_one(self, summary_id: PathId, summary_service: SummaryService) -> SummaryOut:
+        return summary_out(await summary_service.get(summary_id))
 
     @delete("/{summary_id:int}", summary="Delete a summary and its vector")
-    async def remove(self, summary_id: PathId, summaries: SummaryService) -> None:
-        await summaries.delete(summary_id)
+    async def remove(self, summary_id: PathId, summary_service: SummaryService) -> None:
+        await summary_service.delete(summary_id)

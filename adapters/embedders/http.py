@@ -1,0 +1,110 @@
+"""The HTTP plumbing the HTTP embedders share: the client factory and one JSON POST.
+
+Every transport failure becomes an ``EmbeddingError`` whose message names the URL and the
+problem, so an operator reading ``/health`` or a worker log knows what to fix.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import httpx
+
+from domain.errors import EmbeddingError
+
+_SNIPPET = 200
+
+
+def make_http_client(timeout_seconds: float) -> httpx.AsyncClient:
+    """The one client the container shares between HTTP embedders (and closes at shutdown)."""
+    if timeout_seconds <= 0:
+        raise ValueError(f"timeout_seconds must be positive, got {timeout_seconds}")
+    return httpx.AsyncClient(
+        timeout=httpx.Timeout(timeout_seconds),
+        # Enough keep-alive connections for the worker's concurrent single-text fallback.
+        limits=httpx.Limits(max_connections=32, max_keepalive_connections=16),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class JsonAnswer:
+    """A response that arrived: its status, its JSON (``None`` when not JSON) and raw text."""
+
+    url: str
+    status: int
+    payload: object
+    text: str
+    is_json: bool
+
+    def error_detail(self) -> str:
+        """The server's own words about an error, shortened to one line."""
+        payload = self.payload
+        if isinstance(payload, dict):
+            error = payload.get("error", payload.get("detail"))
+            if isinstance(error, dict) and isinstance(error.get("message"), str):
+                return _one_line(error["message"])
+            if error is not None:
+                return _one_line(error if isinstance(error, str) else json.dumps(error))
+        return _one_line(self.text) or "(empty body)"
+
+
+async def post_json(
+    client: httpx.AsyncClient,
+    url: str,
+    body: object,
+    *,
+    headers: dict[str, str] | None = None,
+) -> JsonAnswer:
+    """POST ``body`` as JSON; raises ``EmbeddingError`` only when no response arrived."""
+    try:
+        response = await client.post(url, json=body, headers=headers)
+    except httpx.TimeoutException as error:
+        raise EmbeddingError(
+            f"{url}: timed out after {_timeout_of(client)} ({type(error).__name__})"
+        ) from error
+    except httpx.ConnectError as error:
+        raise EmbeddingError(
+            f"{url}: cannot connect, connection refused or host unreachable "
+            f"({_one_line(str(error)) or type(error).__name__})"
+        ) from error
+    except httpx.HTTPError as error:
+        # e.g. the server closed the connection without answering.
+        raise EmbeddingError(
+            f"{url}: request failed ({type(error).__name__}: {_one_line(str(error))})"
+        ) from error
+    text = response.text
+    try:
+        payload, is_json = json.loads(text), True
+    except ValueError:
+        payload, is_json = None, False
+    return JsonAnswer(url=url, status=response.status_code, payload=payload, text=text, is_json=is_json)
+
+
+def ok_payload(answer: JsonAnswer) -> object:
+    """The JSON of a successful answer; an error status or a non-JSON body raises."""
+    if answer.status >= 400:
+        raise EmbeddingError(f"{answer.url}: HTTP {answer.status}: {answer.error_detail()}")
+    if not answer.is_json:
+        raise EmbeddingError(
+            f"{answer.url}: malformed JSON in HTTP {answer.status} response: "
+            f"{_one_line(answer.text) or '(empty body)'}"
+        )
+    return answer.payload
+
+
+def field(payload: object, name: str, url: str) -> object:
+    """``payload[name]`` of a JSON object, or an ``EmbeddingError`` saying it is missing."""
+    if not isinstance(payload, dict) or name not in payload:
+        raise EmbeddingError(f"{url}: response has no {name!r} field: {_one_line(json.dumps(payload))}")
+    return payload[name]
+
+
+def _timeout_of(client: httpx.AsyncClient) -> str:
+    seconds = client.timeout.read
+    return f"{seconds:g}s" if seconds is not None else "the client timeout"
+
+
+def _one_line(text: str) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= _SNIPPET else line[: _SNIPPET - 1] + "…"

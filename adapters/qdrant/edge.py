@@ -1,0 +1,319 @@
+"""QdrantEdgeIndex: the embedded default, Qdrant's own engine in-process (qdrant-edge-py).
+
+One Edge shard per collection under ``path/<collection>``. The engine is synchronous and a shard
+directory may be opened only once, so every engine call runs on one dedicated worker thread:
+the event loop never blocks on it and calls are serialised without locks.
+
+The engine never optimizes on its own (no background optimizer in Edge): new points land in
+plain segments that are searched exactly, and HNSW indexes are only built by ``optimize()``.
+After enough writes to a shard the adapter queues an ``optimize()`` on the worker thread behind
+the write, so the write returns first. Caveat measured on qdrant-edge-py 0.9: ``optimize()``
+holds the GIL while it builds the graph (about 10 s for 20k vectors of 768 floats on 2 cores),
+so the whole process stalls meanwhile; the threshold keeps that rare.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import json
+import logging
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, TypeVar
+
+import qdrant_edge as qe
+
+from domain.errors import VectorIndexError
+from domain.vectors import (
+    CREATED_AT_FIELD,
+    SESSION_ID_FIELD,
+    VectorFilter,
+    VectorHit,
+    VectorPoint,
+    as_utc,
+)
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+# The engine creates one shard directory per collection and persists its config here.
+_CONFIG_FILE = "edge_config.json"
+
+
+def edge_filter(filter: VectorFilter | None) -> qe.Filter | None:
+    if filter is None or filter.is_empty:
+        return None
+    must: list[Any] = []
+    if filter.session_id is not None:
+        must.append(qe.FieldCondition(SESSION_ID_FIELD, match=qe.MatchValue(filter.session_id)))
+    if filter.since is not None or filter.until is not None:
+        # Full precision RFC 3339: payload times have milliseconds, bounds may have more.
+        since = as_utc(filter.since).isoformat() if filter.since else None
+        until = as_utc(filter.until).isoformat() if filter.until else None
+        must.append(qe.FieldCondition(CREATED_AT_FIELD, range=qe.RangeDateTime(gte=since, lte=until)))
+    return qe.Filter(must=must)
+
+
+class QdrantEdgeIndex:
+    """A ``VectorIndex`` on Qdrant Edge shards under ``path``.
+
+    ``hnsw_m`` / ``hnsw_ef_construct`` shape the graph (higher: better recall, slower builds);
+    ``search_ef`` is the beam width at query time; ``optimize_every`` is how many written points
+    (upserts and deletes) of a shard trigger a background ``optimize()``.
+    """
+
+    persistent = True
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        hnsw_m: int = 16,
+        hnsw_ef_construct: int = 200,
+        search_ef: int = 128,
+        optimize_every: int = 5_000,
+    ) -> None:
+        self._path = Path(path)
+        self._hnsw_m = hnsw_m
+        self._hnsw_ef_construct = hnsw_ef_construct
+        self._search_ef = search_ef
+        self._optimize_every = optimize_every
+        self._shards: dict[str, qe.EdgeShard] = {}
+        self._written: dict[str, int] = {}
+        self._optimize_queued: set[str] = set()
+        self._closing = False
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="qdrant-edge")
+
+    # ---- port ----------------------------------------------------------------------------------
+
+    async def ensure_collection(self, name: str, dimension: int) -> None:
+        await self._run(f"open collection {name!r}", self._ensure, name, dimension)
+
+    async def upsert(self, collection: str, points: Sequence[VectorPoint]) -> None:
+        if not points:
+            return
+        batch = [qe.Point(p.id, [float(x) for x in p.vector], dict(p.payload)) for p in points]
+        operation = qe.UpdateOperation.upsert_points(batch)
+        await self._run(f"upsert into {collection!r}", self._update, collection, operation, len(batch))
+
+    async def search(
+        self,
+        collection: str,
+        vector: Sequence[float],
+        limit: int,
+        filter: VectorFilter | None = None,
+        score_threshold: float | None = None,
+    ) -> list[VectorHit]:
+        if limit <= 0:
+            return []
+        request = qe.QueryRequest(
+            limit=limit,
+            query=qe.Query.Nearest([float(x) for x in vector]),
+            filter=edge_filter(filter),
+            score_threshold=score_threshold,
+            params=qe.SearchParams(hnsw_ef=max(self._search_ef, limit)),
+            with_payload=False,
+            with_vector=False,
+        )
+        found = await self._run(f"search {collection!r}", self._call, collection, "query", request)
+        return [VectorHit(int(p.id), float(p.score)) for p in found]
+
+    async def delete(self, collection: str, ids: Sequence[int]) -> None:
+        if not ids:
+            return
+        operation = qe.UpdateOperation.delete_points(list(ids))
+        await self._run(f"delete from {collection!r}", self._update, collection, operation, len(ids))
+
+    async def delete_by_filter(self, collection: str, filter: VectorFilter) -> None:
+        condition = edge_filter(filter)
+        if condition is None:
+            raise VectorIndexError(f"refusing to delete every point of {collection!r}: the filter is empty")
+        operation = qe.UpdateOperation.delete_points_by_filter(condition)
+        # A filtered delete may remove many points; count it as a full batch for the optimizer.
+        await self._run(
+            f"delete by filter from {collection!r}", self._update, collection, operation, self._optimize_every
+        )
+
+    async def count(self, collection: str) -> int:
+        return await self._run(f"count {collection!r}", self._call, collection, "count", qe.CountRequest(exact=True))
+
+    async def retrieve_vectors(self, collection: str, ids: Sequence[int]) -> dict[int, list[float]]:
+        if not ids:
+            return {}
+        records = await self._run(f"retrieve from {collection!r}", self._retrieve, collection, list(ids))
+        return {int(r.id): list(r.vector) for r in records if isinstance(r.vector, list)}
+
+    async def optimize(self, collection: str | None = None) -> None:
+        """Build pending HNSW indexes now (all shards by default), e.g. after a bulk reindex.
+
+        Not part of the port: only the embedded engine needs telling. Blocks the worker thread
+        (and, through the GIL, the process) while it runs.
+        """
+        names = [collection] if collection is not None else list(self._shards)
+        for name in names:
+            await self._run(f"optimize {name!r}", self._optimize_now, name)
+
+    async def health(self) -> str | None:
+        if self._closing:
+            return "the Qdrant Edge index is closed"
+        try:
+            await self._run("health check", self._probe)
+        except VectorIndexError as error:
+            return error.message
+        except Exception as error:  # noqa: BLE001 - health must never raise
+            return f"Qdrant Edge health check failed: {error}"
+        return None
+
+    async def close(self) -> None:
+        if self._closing:
+            return
+        self._closing = True
+        loop = asyncio.get_running_loop()
+        try:
+            await loop.run_in_executor(self._executor, self._close_all)
+        finally:
+            self._executor.shutdown(wait=True)
+
+    # ---- worker-thread side ----------------------------------------------------------------------
+
+    async def _run(self, what: str, fn: Callable[..., T], *args: Any) -> T:
+        if self._closing:
+            raise VectorIndexError(f"cannot {what}: the Qdrant Edge index is closed")
+        loop = asyncio.get_running_loop()
+        try:
+            return await loop.run_in_executor(self._executor, functools.partial(fn, *args))
+        except VectorIndexError:
+            raise
+        except Exception as error:  # the engine raises bare Exception with a text
+            raise VectorIndexError(f"Qdrant Edge could not {what}: {error}") from error
+
+    def _ensure(self, name: str, dimension: int) -> None:
+        shard_path = self._path / name
+        config = self._config(dimension)
+        if name in self._shards:
+            existing = self._persisted_size(shard_path)
+            if existing is not None and existing != dimension:
+                raise self._size_mismatch(name, existing, dimension)
+            return
+        try:
+            self._path.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise VectorIndexError(f"cannot create the Qdrant Edge directory {self._path}: {error}") from error
+        if (shard_path / _CONFIG_FILE).exists():
+            existing = self._persisted_size(shard_path)
+            if existing is not None and existing != dimension:
+                raise self._size_mismatch(name, existing, dimension)
+            shard = self._open(lambda: qe.EdgeShard.load(str(shard_path), config), shard_path)
+        else:
+            shard = self._open(lambda: qe.EdgeShard.create(str(shard_path), config), shard_path)
+            # Payload indexes make filtered search plan well (and let HNSW stay connected
+            # inside one session's points); entities simply never carry sessionId.
+            shard.update(qe.UpdateOperation.create_field_index(SESSION_ID_FIELD, qe.PayloadSchemaType.Integer))
+            shard.update(qe.UpdateOperation.create_field_index(CREATED_AT_FIELD, qe.PayloadSchemaType.Datetime))
+        self._shards[name] = shard
+        self._written[name] = 0
+        # Points written before a crash may still sit in plain segments: index them now.
+        self._queue_optimize(name)
+
+    def _config(self, dimension: int) -> qe.EdgeConfig:
+        return qe.EdgeConfig(
+            vectors=qe.EdgeVectorParams(size=dimension, distance=qe.Distance.Cosine),
+            hnsw_config=qe.HnswIndexConfig(
+                m=self._hnsw_m,
+                ef_construct=self._hnsw_ef_construct,
+                # Filters matching fewer points than this (KB of vectors) are scanned exactly.
+                full_scan_threshold=10_000,
+            ),
+        )
+
+    @staticmethod
+    def _open(opener: Callable[[], qe.EdgeShard], shard_path: Path) -> qe.EdgeShard:
+        try:
+            return opener()
+        except Exception as error:
+            text = str(error)
+            if "WouldBlock" in text or "lock" in text.lower():
+                reason = "it is locked, probably by another running memory service"
+            elif "ermission" in text or "Read-only" in text:
+                reason = "it is not writable"
+            else:
+                reason = "the engine refused it"
+            raise VectorIndexError(f"cannot open the Qdrant Edge shard {shard_path}: {reason} ({text})") from error
+
+    @staticmethod
+    def _persisted_size(shard_path: Path) -> int | None:
+        try:
+            config = json.loads((shard_path / _CONFIG_FILE).read_text())
+            return int(config["vectors"][""]["size"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
+    @staticmethod
+    def _size_mismatch(name: str, existing: int, configured: int) -> VectorIndexError:
+        return VectorIndexError(
+            f"vector collection {name!r} holds vectors of size {existing}, but the configured size "
+            f"(EMBEDDING_DIM) is {configured}; run `memory-service reindex` or set EMBEDDING_DIM={existing}"
+        )
+
+    def _shard(self, name: str) -> qe.EdgeShard:
+        shard = self._shards.get(name)
+        if shard is None:
+            raise VectorIndexError(f"vector collection {name!r} does not exist (ensure_collection was not called)")
+        return shard
+
+    def _call(self, collection: str, method: str, request: Any) -> Any:
+        return getattr(self._shard(collection), method)(request)
+
+    def _retrieve(self, collection: str, ids: list[int]) -> list[Any]:
+        return self._shard(collection).retrieve(ids, with_payload=False, with_vector=True)
+
+    def _update(self, collection: str, operation: qe.UpdateOperation, weight: int) -> None:
+        self._shard(collection).update(operation)
+        self._written[collection] = self._written.get(collection, 0) + weight
+        if self._written[collection] >= self._optimize_every:
+            self._queue_optimize(collection)
+
+    def _queue_optimize(self, collection: str) -> None:
+        # Submitted from the worker thread itself: it runs after the current call returns,
+        # so the write that triggered it is answered first.
+        if collection in self._optimize_queued or self._closing:
+            return
+        self._optimize_queued.add(collection)
+        self._executor.submit(self._optimize, collection)
+
+    def _optimize(self, collection: str) -> None:
+        self._optimize_queued.discard(collection)
+        shard = self._shards.get(collection)
+        if shard is None or self._closing:
+            return
+        self._written[collection] = 0
+        try:
+            shard.optimize()
+        except Exception:  # the next write retries; searches still work on plain segments
+            log.exception("Qdrant Edge optimize of %r failed", collection)
+
+    def _optimize_now(self, collection: str) -> None:
+        self._shard(collection).optimize()
+        self._written[collection] = 0
+
+    def _probe(self) -> None:
+        for name, shard in self._shards.items():
+            try:
+                shard.info()
+            except Exception as error:
+                raise VectorIndexError(f"Qdrant Edge shard {name!r} does not answer: {error}") from error
+
+    def _close_all(self) -> None:
+        failures = []
+        for name, shard in self._shards.items():
+            try:
+                shard.flush()
+                shard.close()
+            except Exception as error:  # close the others anyway
+                failures.append(f"{name}: {error}")
+        self._shards.clear()
+        if failures:
+            raise VectorIndexError("Qdrant Edge could not close cleanly: " + "; ".join(failures))

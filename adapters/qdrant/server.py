@@ -1,0 +1,213 @@
+"""QdrantServerIndex: a Qdrant server or cluster through qdrant-client's async client.
+
+The same code runs on qdrant-client's local mode (``AsyncQdrantClient(":memory:")``), which is
+how the contract suite exercises it without a server. Local mode searches exactly and ignores
+payload indexes and search params (it warns about them), so ``in_memory()`` turns those off.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from qdrant_client import AsyncQdrantClient
+from qdrant_client import models as qm
+
+from domain.errors import VectorIndexError
+from domain.vectors import (
+    CREATED_AT_FIELD,
+    SESSION_ID_FIELD,
+    VectorFilter,
+    VectorHit,
+    VectorPoint,
+    as_utc,
+)
+
+
+def server_filter(filter: VectorFilter | None) -> qm.Filter | None:
+    if filter is None or filter.is_empty:
+        return None
+    must: list[Any] = []
+    if filter.session_id is not None:
+        must.append(qm.FieldCondition(key=SESSION_ID_FIELD, match=qm.MatchValue(value=filter.session_id)))
+    if filter.since is not None or filter.until is not None:
+        must.append(
+            qm.FieldCondition(
+                key=CREATED_AT_FIELD,
+                range=qm.DatetimeRange(
+                    gte=as_utc(filter.since) if filter.since else None,
+                    lte=as_utc(filter.until) if filter.until else None,
+                ),
+            )
+        )
+    return qm.Filter(must=must)
+
+
+class QdrantServerIndex:
+    """A ``VectorIndex`` on a Qdrant server; every write waits until it is applied (``wait=True``).
+
+    ``server_features`` is false for local mode: no payload indexes, no HNSW search params.
+    ``persistent`` is true for a server, false for local ``:memory:`` mode.
+    """
+
+    def __init__(
+        self,
+        client: AsyncQdrantClient,
+        *,
+        server_features: bool = True,
+        persistent: bool = True,
+        hnsw_m: int = 16,
+        hnsw_ef_construct: int = 200,
+        search_ef: int = 128,
+    ) -> None:
+        self._client = client
+        self._server_features = server_features
+        self.persistent = persistent
+        self._hnsw_m = hnsw_m
+        self._hnsw_ef_construct = hnsw_ef_construct
+        self._search_ef = search_ef
+        self._closed = False
+
+    @classmethod
+    def from_url(cls, url: str, api_key: str | None = None, timeout: float = 10.0) -> QdrantServerIndex:
+        """An index on the server at ``url`` (QDRANT_URL, QDRANT_API_KEY); connects lazily."""
+        return cls(AsyncQdrantClient(url=url, api_key=api_key, timeout=int(timeout)))
+
+    @classmethod
+    def in_memory(cls) -> QdrantServerIndex:
+        """qdrant-client local mode in this process: for tests and benchmarks."""
+        return cls(AsyncQdrantClient(":memory:"), server_features=False, persistent=False)
+
+    # ---- port ----------------------------------------------------------------------------------
+
+    async def ensure_collection(self, name: str, dimension: int) -> None:
+        try:
+            if not await self._client.collection_exists(name):
+                try:
+                    await self._client.create_collection(
+                        name,
+                        vectors_config=qm.VectorParams(size=dimension, distance=qm.Distance.COSINE),
+                        hnsw_config=qm.HnswConfigDiff(m=self._hnsw_m, ef_construct=self._hnsw_ef_construct),
+                    )
+                except Exception:
+                    # Another instance may have created it meanwhile; the size check below decides.
+                    if not await self._client.collection_exists(name):
+                        raise
+                else:
+                    await self._create_payload_indexes(name)
+            existing = await self._vector_size(name)
+        except VectorIndexError:
+            raise
+        except Exception as error:
+            raise VectorIndexError(f"Qdrant could not ensure collection {name!r}: {error}") from error
+        if existing != dimension:
+            raise VectorIndexError(
+                f"vector collection {name!r} holds vectors of size {existing}, but the configured size "
+                f"(EMBEDDING_DIM) is {dimension}; run `memory-service reindex` or set EMBEDDING_DIM={existing}"
+            )
+
+    async def upsert(self, collection: str, points: Sequence[VectorPoint]) -> None:
+        if not points:
+            return
+        structs = [
+            qm.PointStruct(id=p.id, vector=[float(x) for x in p.vector], payload=dict(p.payload)) for p in points
+        ]
+        try:
+            await self._client.upsert(collection, points=structs, wait=True)
+        except Exception as error:
+            raise VectorIndexError(f"Qdrant could not upsert into {collection!r}: {error}") from error
+
+    async def search(
+        self,
+        collection: str,
+        vector: Sequence[float],
+        limit: int,
+        filter: VectorFilter | None = None,
+        score_threshold: float | None = None,
+    ) -> list[VectorHit]:
+        if limit <= 0:
+            return []
+        params = qm.SearchParams(hnsw_ef=max(self._search_ef, limit)) if self._server_features else None
+        try:
+            response = await self._client.query_points(
+                collection,
+                query=[float(x) for x in vector],
+                limit=limit,
+                query_filter=server_filter(filter),
+                score_threshold=score_threshold,
+                search_params=params,
+                with_payload=False,
+                with_vectors=False,
+            )
+        except Exception as error:
+            raise VectorIndexError(f"Qdrant could not search {collection!r}: {error}") from error
+        return [VectorHit(int(p.id), float(p.score)) for p in response.points]
+
+    async def delete(self, collection: str, ids: Sequence[int]) -> None:
+        if not ids:
+            return
+        try:
+            await self._client.delete(collection, points_selector=qm.PointIdsList(points=list(ids)), wait=True)
+        except Exception as error:
+            raise VectorIndexError(f"Qdrant could not delete from {collection!r}: {error}") from error
+
+    async def delete_by_filter(self, collection: str, filter: VectorFilter) -> None:
+        condition = server_filter(filter)
+        if condition is None:
+            raise VectorIndexError(f"refusing to delete every point of {collection!r}: the filter is empty")
+        try:
+            await self._client.delete(collection, points_selector=qm.FilterSelector(filter=condition), wait=True)
+        except Exception as error:
+            raise VectorIndexError(f"Qdrant could not delete by filter from {collection!r}: {error}") from error
+
+    async def count(self, collection: str) -> int:
+        try:
+            return (await self._client.count(collection, exact=True)).count
+        except Exception as error:
+            raise VectorIndexError(f"Qdrant could not count {collection!r}: {error}") from error
+
+    async def retrieve_vectors(self, collection: str, ids: Sequence[int]) -> dict[int, list[float]]:
+        if not ids:
+            return {}
+        try:
+            records = await self._client.retrieve(collection, ids=list(ids), with_payload=False, with_vectors=True)
+        except Exception as error:
+            raise VectorIndexError(f"Qdrant could not retrieve from {collection!r}: {error}") from error
+        return {int(r.id): list(r.vector) for r in records if isinstance(r.vector, list)}
+
+    async def health(self) -> str | None:
+        if self._closed:
+            return "the Qdrant client is closed"
+        try:
+            await self._client.get_collections()
+        except Exception as error:  # noqa: BLE001 - health must never raise
+            return f"Qdrant does not answer: {error}"
+        return None
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            await self._client.close()
+        except Exception as error:
+            raise VectorIndexError(f"Qdrant client did not close cleanly: {error}") from error
+
+    # ---- helpers -------------------------------------------------------------------------------
+
+    async def _vector_size(self, name: str) -> int:
+        info = await self._client.get_collection(name)
+        vectors = info.config.params.vectors
+        if isinstance(vectors, qm.VectorParams):
+            return vectors.size
+        raise VectorIndexError(f"vector collection {name!r} uses named vectors; expected one unnamed vector")
+
+    async def _create_payload_indexes(self, name: str) -> None:
+        if not self._server_features:
+            return
+        await self._client.create_payload_index(
+            name, SESSION_ID_FIELD, field_schema=qm.PayloadSchemaType.INTEGER, wait=True
+        )
+        await self._client.create_payload_index(
+            name, CREATED_AT_FIELD, field_schema=qm.PayloadSchemaType.DATETIME, wait=True
+        )

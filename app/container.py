@@ -1,0 +1,125 @@
+"""The composition root: one container that turns ``Settings`` into adapters and services.
+
+Nothing is built at import time; ``build_container(settings)`` wires a fresh container and the
+app factory (or a CLI command, or a test) asks it for what it needs. Adapters are chosen with
+``providers.Selector`` from configuration; tests swap any of them with ``provider.override``.
+"""
+
+from __future__ import annotations
+
+from operator import attrgetter
+
+from dependency_injector import containers, providers
+
+from adapters.embedders.embedding_service import EmbeddingServiceEmbedder
+from adapters.embedders.hashing import HashEmbedder
+from adapters.embedders.http import make_http_client
+from adapters.embedders.ollama import OllamaEmbedder
+from adapters.embedders.openai import OpenAIEmbedder
+from adapters.memory.fake_embedder import FakeEmbedder
+from adapters.memory.store import InMemoryMemoryStore
+from adapters.memory.vector_index import InMemoryVectorIndex
+from adapters.sqlite.store import SqliteMemoryStore
+from app.config import Settings
+from app.plugins import RankerRegistry, get_plugin_manager
+from domain.context import ContextService
+from domain.indexing import IndexingService
+from domain.ranking import RankerConfig
+from domain.retrieval import SearchService
+from domain.services import EntityService, EpisodeService, SessionService, SummaryService
+
+
+def _edge_index(path: str):
+    from adapters.qdrant.edge import QdrantEdgeIndex  # the engine loads only when chosen
+
+    return QdrantEdgeIndex(path)
+
+
+def _server_index(url: str, api_key: str | None):
+    from adapters.qdrant.server import QdrantServerIndex
+
+    return QdrantServerIndex.from_url(url, api_key=api_key)
+
+
+def _local_embedder(model: str, dimension: int):
+    from adapters.embedders.local import LocalEmbedder  # sentence-transformers is an optional extra
+
+    return LocalEmbedder(model, dimension)
+
+
+def _ranker_config(s: Settings) -> RankerConfig:
+    return RankerConfig(
+        rrf_k=s.rrf_k, weighted_alpha=s.weighted_alpha, recency_half_life_days=s.recency_half_life_days,
+        mmr_lambda=s.mmr_lambda, vector_weight=s.vector_weight, keyword_weight=s.keyword_weight,
+        options=dict(s.ranker_options),
+    )
+
+
+def _setting(name: str):
+    return attrgetter(name)
+
+
+class Container(containers.DeclarativeContainer):
+    settings = providers.Dependency(instance_of=Settings)
+
+    store = providers.Selector(
+        providers.Callable(_setting("store"), settings),
+        sqlite=providers.Singleton(SqliteMemoryStore.open, providers.Callable(_setting("sqlite_path"), settings)),
+        memory=providers.Singleton(InMemoryMemoryStore),
+    )
+
+    http_client = providers.Singleton(make_http_client, providers.Callable(_setting("embedding_timeout"), settings))
+
+    _dim = providers.Callable(_setting("embedding_dim"), settings)
+    _model = providers.Callable(_setting("embedding_model"), settings)
+    embedder = providers.Selector(
+        providers.Callable(_setting("embedder"), settings),
+        **{
+            "embedding-service": providers.Singleton(
+                EmbeddingServiceEmbedder, providers.Callable(_setting("embedding_service_url"), settings),
+                _dim, http_client,
+            ),
+            "ollama": providers.Singleton(
+                OllamaEmbedder, providers.Callable(_setting("ollama_url"), settings), _dim, http_client, model=_model,
+            ),
+            "openai": providers.Singleton(
+                OpenAIEmbedder, providers.Callable(_setting("openai_url"), settings), _model, _dim, http_client,
+                api_key=providers.Callable(_setting("openai_api_key"), settings),
+            ),
+            "local": providers.Singleton(_local_embedder, _model, _dim),
+            "hash": providers.Singleton(HashEmbedder, _dim),
+            "fake": providers.Singleton(FakeEmbedder, _dim),
+        },
+    )
+
+    vector_index = providers.Selector(
+        providers.Callable(_setting("vector_index"), settings),
+        edge=providers.Singleton(_edge_index, providers.Callable(_setting("resolved_qdrant_path"), settings)),
+        server=providers.Singleton(
+            _server_index, providers.Callable(_setting("qdrant_url"), settings),
+            providers.Callable(_setting("qdrant_api_key"), settings),
+        ),
+        memory=providers.Singleton(InMemoryVectorIndex),
+    )
+
+    plugin_manager = providers.Singleton(get_plugin_manager, load_entrypoints=True)
+    rankers = providers.Singleton(RankerRegistry, plugin_manager, providers.Callable(_ranker_config, settings))
+
+    sessions = providers.Singleton(SessionService, store)
+    episodes = providers.Singleton(EpisodeService, store)
+    entities = providers.Singleton(EntityService, store)
+    summaries = providers.Singleton(SummaryService, store)
+    indexing = providers.Singleton(IndexingService, store, vector_index, embedder)
+    search = providers.Singleton(
+        SearchService, store, vector_index, embedder, rankers,
+        providers.Callable(_setting("default_ranker"), settings),
+    )
+    context = providers.Singleton(ContextService, store, search)
+
+
+def build_container(settings: Settings) -> Container:
+    container = Container(settings=settings)
+    if settings.vector_index == "edge" and not settings.resolved_qdrant_path:
+        # A throwaway SQLite store gets a throwaway vector index to match.
+        container.vector_index.override(providers.Singleton(InMemoryVectorIndex))
+    return container

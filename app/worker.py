@@ -1,0 +1,66 @@
+"""The background embedding worker, run in the app's lifespan.
+
+It drains the outbox through ``IndexingService`` pass after pass while there is work, naps
+briefly when there is none, and is woken early by ``notify()`` after a write. Stopping lets the
+current pass finish, so a batch is never abandoned half-done (its jobs would be retried anyway).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+
+from domain.indexing import IndexingService
+
+log = logging.getLogger("nexusai.worker")
+
+IDLE_SECONDS = 0.25
+
+
+class EmbeddingWorker:
+    def __init__(self, indexing: IndexingService, batch: int = 64) -> None:
+        self._indexing = indexing
+        self._batch = batch
+        self._wake = asyncio.Event()
+        self._stopping = False
+        self._task: asyncio.Task | None = None
+        self.passes = 0
+
+    def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.create_task(self._run(), name="embedding-worker")
+
+    def notify(self) -> None:
+        self._wake.set()
+
+    async def stop(self) -> None:
+        self._stopping = True
+        self._wake.set()
+        if self._task is not None:
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+
+    async def drain(self, max_passes: int = 10_000) -> None:
+        """Run passes until nothing is due (tests and the reindex command use this)."""
+        for _ in range(max_passes):
+            result = await self._indexing.run_once(self._batch)
+            if not result.done and not result.deferred:
+                return
+            if result.deferred and not result.done:
+                return
+
+    async def _run(self) -> None:
+        while not self._stopping:
+            try:
+                result = await self._indexing.run_once(self._batch)
+                self.passes += 1
+            except Exception:  # the store itself failed; keep the worker alive and try again
+                log.exception("embedding worker pass failed")
+                result = None
+            if result is not None and result.done and not self._stopping:
+                continue
+            self._wake.clear()
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), IDLE_SECONDS)

@@ -1,0 +1,105 @@
+"""What a ranker is given and what it answers: the shapes shared by retrieval and ranker plugins.
+
+A search runs two legs, vector and keyword, over the ``episodes``, ``entities`` and ``summaries``
+sources; each leg answers keys with its own score and rank. The retrieval service loads the rows
+behind those keys (the candidates) and hands everything to one ranker, which fuses and orders them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from types import MappingProxyType
+
+from domain.errors import Invalid
+
+Key = tuple[str, int]
+"""(source, id): source is ``"episodes"``, ``"entities"`` or ``"summaries"``; id is the SQLite row id."""
+
+SOURCES = ("episodes", "entities", "summaries")
+
+
+@dataclass(frozen=True, slots=True)
+class LegHit:
+    """One result of one leg: its score in that leg's own units and its rank (1 = best in the leg)."""
+
+    key: Key
+    score: float
+    rank: int
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """A loaded row a ranker may return; ``vector`` is filled only for rankers that need vectors."""
+
+    key: Key
+    item: object  # a domain.models Episode, Entity or Summary
+    created_at: datetime
+    vector: tuple[float, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RankingRequest:
+    """Everything a ranker sees for one search.
+
+    Either leg may be empty: with the embedder or vector index down there are no vector hits, and a
+    query made only of stop-words has no keyword hits. A leg hit whose row vanished between the leg
+    and the load has no candidate; rankers skip it.
+    """
+
+    query: str
+    query_vector: tuple[float, ...] | None
+    vector_hits: Sequence[LegHit]
+    keyword_hits: Sequence[LegHit]
+    candidates: Mapping[Key, Candidate]
+    limit: int
+    now: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class RankedHit:
+    """One ranked result: a candidate key and the ranker's final score (higher is better)."""
+
+    key: Key
+    score: float
+
+
+def _read_only(options: Mapping[str, str]) -> Mapping[str, str]:
+    return MappingProxyType(dict(options))
+
+
+@dataclass(frozen=True, slots=True)
+class RankerConfig:
+    """Settings handed to every ranker plugin when it registers its rankers.
+
+    ``vector_weight`` and ``keyword_weight`` scale each leg's contribution to reciprocal rank
+    fusion (``rrf``, ``recency`` and ``mmr`` build on it). ``options`` carries settings for
+    third-party rankers, taken from ``RANKER_*`` environment variables.
+    """
+
+    rrf_k: int = 60
+    weighted_alpha: float = 0.5
+    recency_half_life_days: float = 30.0
+    mmr_lambda: float = 0.7
+    vector_weight: float = 1.0
+    keyword_weight: float = 1.0
+    options: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        # A bad value here comes from configuration; naming the field lets start-up say which one.
+        if self.rrf_k < 0:
+            raise Invalid("rrf_k must be 0 or more", field="rrf_k")
+        for name in ("weighted_alpha", "mmr_lambda"):
+            value = getattr(self, name)
+            if not (math.isfinite(value) and 0.0 <= value <= 1.0):
+                raise Invalid(f"{name} must be between 0 and 1", field=name)
+        if not (math.isfinite(self.recency_half_life_days) and self.recency_half_life_days > 0):
+            raise Invalid("recency_half_life_days must be more than 0", field="recency_half_life_days")
+        for name in ("vector_weight", "keyword_weight"):
+            value = getattr(self, name)
+            if not (math.isfinite(value) and value >= 0.0):
+                raise Invalid(f"{name} must be 0 or more", field=name)
+        # Frozen means frozen: a plugin must not be able to change the options another one sees.
+        object.__setattr__(self, "options", _read_only(self.options))

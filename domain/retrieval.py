@@ -1,0 +1,176 @@
+"""Hybrid retrieval: the vector leg and the keyword leg, fused by a swappable ranker.
+
+The legs run concurrently. Either may fail on its own: with the embedder or the vector index
+down the search answers from the keyword leg and says so (``degraded``), so an assistant keeps a
+memory even while its embeddings are unavailable.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Protocol
+
+from domain.errors import DomainError, Invalid, NotFound
+from domain.keywords import recall_query
+from domain.models import Entity, Episode, Summary, parse_timestamp
+from domain.ranking import SOURCES, Candidate, Key, LegHit, RankingRequest
+from domain.services import check_limit, check_text
+from domain.vectors import VectorFilter
+from ports.embedder import Embedder
+from ports.memory_store import MemoryStore
+from ports.ranker import Ranker
+from ports.vector_index import VectorIndex
+
+MIN_DEPTH = 50
+
+
+class RankerLookup(Protocol):
+    def get(self, name: str) -> Ranker:
+        """The ranker called ``name``; an unknown name raises ``Invalid`` (field ``ranker``)."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class LegInfo:
+    rank: int
+    score: float
+
+
+@dataclass(frozen=True, slots=True)
+class SearchHit:
+    source: str
+    item: Episode | Entity | Summary
+    score: float
+    vector: LegInfo | None
+    keyword: LegInfo | None
+
+
+@dataclass(frozen=True, slots=True)
+class SearchResult:
+    hits: list[SearchHit]
+    ranker: str
+    degraded: bool
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class SearchQuery:
+    query: str
+    limit: int = 10
+    session_id: int | None = None
+    sources: Sequence[str] = ("episodes",)
+    ranker: str | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+
+
+class SearchService:
+    def __init__(
+        self, store: MemoryStore, index: VectorIndex, embedder: Embedder, rankers: RankerLookup,
+        default_ranker: str,
+    ) -> None:
+        self._store = store
+        self._index = index
+        self._embedder = embedder
+        self._rankers = rankers
+        self._default = default_ranker
+        self.vector_seconds = 0.0  # read by metrics
+        self.keyword_seconds = 0.0
+
+    async def search(self, q: SearchQuery) -> SearchResult:
+        check_text(q.query, "query", maximum=4000)
+        check_limit(q.limit, maximum=200)
+        sources = tuple(dict.fromkeys(q.sources)) or ("episodes",)
+        for source in sources:
+            if source not in SOURCES:
+                raise Invalid(f"unknown source {source!r}; use {', '.join(SOURCES)}", field="sources")
+        if q.since and q.until and q.since > q.until:
+            raise Invalid("since must not be after until", field="since")
+        if q.session_id is not None and await self._store.get_session(q.session_id) is None:
+            raise NotFound(f"session {q.session_id} does not exist", field="sessionId")
+        ranker = self._rankers.get(q.ranker or self._default)
+        depth = max(MIN_DEPTH, q.limit * 3)
+        (vector_hits, query_vector, warnings), keyword_hits = await asyncio.gather(
+            self._vector_leg(q, sources, depth), self._keyword_leg(q, sources, depth)
+        )
+        candidates = await self._load(vector_hits, keyword_hits)
+        if ranker.needs_vectors and candidates and query_vector is not None:
+            candidates = await self._with_vectors(candidates)
+        request = RankingRequest(
+            query=q.query, query_vector=query_vector, vector_hits=vector_hits, keyword_hits=keyword_hits,
+            candidates=candidates, limit=q.limit, now=datetime.now(UTC),
+        )
+        vec = {h.key: LegInfo(h.rank, h.score) for h in vector_hits}
+        kw = {h.key: LegInfo(h.rank, h.score) for h in keyword_hits}
+        hits = [
+            SearchHit(hit.key[0], candidates[hit.key].item, hit.score, vec.get(hit.key), kw.get(hit.key))
+            for hit in ranker.rank(request)[: q.limit]
+            if hit.key in candidates
+        ]
+        return SearchResult(hits, ranker.name, bool(warnings), warnings)
+
+    async def _vector_leg(self, q: SearchQuery, sources, depth: int):
+        try:
+            vectors = await self._embedder.embed([q.query])
+        except DomainError as exc:
+            return [], None, [f"embedder unavailable, keyword results only: {exc.message}"]
+        query_vector = tuple(vectors[0])
+        scored: list[tuple[float, Key]] = []
+        warnings: list[str] = []
+        for source in sources:
+            session = q.session_id if source != "entities" else None
+            flt = VectorFilter(session_id=session, since=q.since, until=q.until)
+            try:
+                found = await self._index.search(source, query_vector, depth, None if flt.is_empty else flt)
+            except DomainError as exc:
+                warnings.append(f"vector index unavailable for {source}, keyword results only: {exc.message}")
+                continue
+            scored.extend((hit.score, (source, hit.id)) for hit in found)
+        scored.sort(key=lambda s: (-s[0], s[1]))
+        hits = [LegHit(key, score, rank) for rank, (score, key) in enumerate(scored, start=1)]
+        return hits, query_vector, warnings
+
+    async def _keyword_leg(self, q: SearchQuery, sources, depth: int) -> list[LegHit]:
+        query = recall_query(q.query)
+        scored: list[tuple[float, Key]] = []
+        for source in sources:
+            found = await self._store.keyword_search(
+                source, query, depth, session_id=q.session_id, since=q.since, until=q.until
+            )
+            scored.extend((hit.score, (source, hit.item.id)) for hit in found)
+        scored.sort(key=lambda s: (-s[0], s[1]))
+        return [LegHit(key, score, rank) for rank, (score, key) in enumerate(scored, start=1)]
+
+    async def _load(self, *legs: Sequence[LegHit]) -> dict[Key, Candidate]:
+        wanted: dict[str, list[int]] = {s: [] for s in SOURCES}
+        for leg in legs:
+            for hit in leg:
+                wanted[hit.key[0]].append(hit.key[1])
+        loaders = {"episodes": self._store.get_episodes, "entities": self._store.get_entities,
+                   "summaries": self._store.get_summaries}
+        candidates: dict[Key, Candidate] = {}
+        for source, ids in wanted.items():
+            if not ids:
+                continue
+            for item in await loaders[source](list(dict.fromkeys(ids))):
+                key = (source, item.id)
+                candidates[key] = Candidate(key, item, parse_timestamp(item.created_at))
+        return candidates
+
+    async def _with_vectors(self, candidates: dict[Key, Candidate]) -> dict[Key, Candidate]:
+        by_source: dict[str, list[int]] = {}
+        for source, item_id in candidates:
+            by_source.setdefault(source, []).append(item_id)
+        out = dict(candidates)
+        for source, ids in by_source.items():
+            try:
+                stored = await self._index.retrieve_vectors(source, ids)
+            except DomainError:
+                continue
+            for item_id, vector in stored.items():
+                c = candidates[(source, item_id)]
+                out[c.key] = Candidate(c.key, c.item, c.created_at, tuple(vector))
+        return out

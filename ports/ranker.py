@@ -1,0 +1,36 @@
+"""The Ranker port: fuse and order the two retrieval legs of one search."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+from domain.ranking import RankedHit, RankingRequest
+
+
+class Ranker(Protocol):
+    """A named ordering of search candidates, registered by a plugin.
+
+    ``name`` is what ``DEFAULT_RANKER`` and the ``ranker`` field of ``POST /search`` select;
+    ``description`` is one line for ``GET /rankers``. ``needs_vectors`` asks the retrieval service
+    to load each candidate's stored vector into ``Candidate.vector``; it costs a round trip to the
+    vector index, so only rankers that compare vectors set it.
+
+    Plugins may implement this by duck typing (any object with these attributes and method); the
+    hits they return need only ``key`` and ``score`` attributes.
+    """
+
+    name: str
+    description: str
+    needs_vectors: bool
+
+    def rank(self, request: RankingRequest) -> Sequence[RankedHit]:
+        """Order the candidates of one search.
+
+        Contract: returns at most ``request.limit`` hits (none when the limit is 0 or less), best
+        first; every key is a key of ``request.candidates`` and appears once; ties are broken by
+        key, so the same request always gives the same answer; either or both legs may be empty
+        and a leg hit without a candidate is skipped, never an error; the call is pure: no I/O,
+        no clock (use ``request.now``), no mutation of the request.
+        """
+        ...

@@ -1,0 +1,321 @@
+"""The VectorIndex contract, run over every adapter (in-memory, Qdrant Edge, qdrant-client local
+mode, and a real Qdrant server when QDRANT_URL is set)."""
+
+from __future__ import annotations
+
+import os
+import random
+import uuid
+from collections.abc import AsyncIterator, Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from adapters.memory.vector_index import InMemoryVectorIndex
+from adapters.qdrant.edge import QdrantEdgeIndex
+from adapters.qdrant.server import QdrantServerIndex
+from domain.errors import VectorIndexError
+from domain.models import format_timestamp
+from domain.vectors import VectorFilter, VectorPoint, cosine_similarity, point_payload
+from ports.vector_index import VectorIndex
+
+DIM = 8
+QDRANT_URL = os.environ.get("QDRANT_URL")
+needs_server = pytest.mark.skipif(not QDRANT_URL, reason="QDRANT_URL is not set: no real Qdrant server")
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+Opener = Callable[[], VectorIndex]
+
+
+def _openers(tmp_path: Path) -> dict[str, Opener]:
+    """How to open each adapter; calling an opener twice opens the same location again."""
+    return {
+        "memory": InMemoryVectorIndex,
+        "edge": lambda: QdrantEdgeIndex(tmp_path / "qdrant"),
+        "server-local": QdrantServerIndex.in_memory,
+        "server": lambda: QdrantServerIndex.from_url(QDRANT_URL or ""),
+    }
+
+
+ALL = [
+    pytest.param("memory"),
+    pytest.param("edge"),
+    pytest.param("server-local"),
+    pytest.param("server", marks=needs_server),
+]
+PERSISTENT = [pytest.param("edge"), pytest.param("server", marks=needs_server)]
+
+
+@pytest.fixture
+def collection() -> str:
+    # Unique per test so a shared real server never mixes runs.
+    return f"test_{uuid.uuid4().hex[:12]}"
+
+
+async def _drop_from_real_server(collection: str) -> None:
+    """Leave nothing behind on a shared Qdrant server."""
+    from qdrant_client import AsyncQdrantClient
+
+    client = AsyncQdrantClient(url=QDRANT_URL)
+    await client.delete_collection(collection)
+    await client.close()
+
+
+async def _opener(name: str, tmp_path: Path, collection: str) -> AsyncIterator[Opener]:
+    yield _openers(tmp_path)[name]
+    if name == "server":
+        await _drop_from_real_server(collection)
+
+
+@pytest.fixture(params=ALL)
+async def opener(request: pytest.FixtureRequest, tmp_path: Path, collection: str) -> AsyncIterator[Opener]:
+    async for value in _opener(request.param, tmp_path, collection):
+        yield value
+
+
+@pytest.fixture(params=PERSISTENT)
+async def persistent_opener(
+    request: pytest.FixtureRequest, tmp_path: Path, collection: str
+) -> AsyncIterator[Opener]:
+    async for value in _opener(request.param, tmp_path, collection):
+        yield value
+
+
+@pytest.fixture
+async def index(opener: Opener, collection: str) -> AsyncIterator[VectorIndex]:
+    opened = opener()
+    await opened.ensure_collection(collection, DIM)
+    yield opened
+    await opened.close()
+
+
+def unit(axis: int, tilt: float = 0.0, tilt_axis: int = 1) -> list[float]:
+    vector = [0.0] * DIM
+    vector[axis] = 1.0
+    vector[tilt_axis] += tilt
+    return vector
+
+
+def point(pid: int, vector: list[float], session: int | None = 1, at: datetime = T0) -> VectorPoint:
+    return VectorPoint(pid, vector, point_payload(format_timestamp(at), session))
+
+
+def ids(hits: list) -> list[int]:
+    return [hit.id for hit in hits]
+
+
+async def test_ensuring_a_collection_twice_keeps_its_points(index: VectorIndex, collection: str) -> None:
+    await index.upsert(collection, [point(1, unit(0))])
+    await index.ensure_collection(collection, DIM)
+    assert await index.count(collection) == 1
+
+
+async def test_ensuring_a_collection_with_another_size_names_both_sizes(index: VectorIndex, collection: str) -> None:
+    with pytest.raises(VectorIndexError) as raised:
+        await index.ensure_collection(collection, DIM * 2)
+    message = raised.value.message
+    assert collection in message and str(DIM) in message and str(DIM * 2) in message
+
+
+async def test_search_returns_best_first_with_cosine_scores(index: VectorIndex, collection: str) -> None:
+    points = [point(1, unit(0)), point(2, unit(0, tilt=1.0)), point(3, unit(1)), point(4, unit(2, tilt=-0.5))]
+    await index.upsert(collection, points)
+    query = unit(0, tilt=0.2)
+    hits = await index.search(collection, query, limit=10)
+    expected = sorted(points, key=lambda p: -cosine_similarity(query, p.vector))
+    assert ids(hits) == [p.id for p in expected]
+    for hit, want in zip(hits, expected, strict=True):
+        assert hit.score == pytest.approx(cosine_similarity(query, want.vector), abs=1e-5)
+
+
+async def test_upserting_the_same_id_replaces_the_point(index: VectorIndex, collection: str) -> None:
+    await index.upsert(collection, [point(1, unit(0), session=1)])
+    await index.upsert(collection, [point(1, unit(3), session=2)])
+    assert await index.count(collection) == 1
+    hits = await index.search(collection, unit(3), limit=1)
+    assert ids(hits) == [1] and hits[0].score == pytest.approx(1.0, abs=1e-5)
+    assert ids(await index.search(collection, unit(3), 5, VectorFilter(session_id=1))) == []
+
+
+async def test_search_returns_at_most_limit_hits(index: VectorIndex, collection: str) -> None:
+    await index.upsert(collection, [point(i, unit(i % DIM, tilt=i / 10)) for i in range(1, 21)])
+    assert len(await index.search(collection, unit(0), limit=5)) == 5
+
+
+async def test_searching_an_empty_collection_finds_nothing(index: VectorIndex, collection: str) -> None:
+    assert await index.search(collection, unit(0), limit=5) == []
+
+
+async def test_search_filtered_by_session_returns_only_that_session(index: VectorIndex, collection: str) -> None:
+    await index.upsert(collection, [point(i, unit(0, tilt=i / 10), session=i % 3) for i in range(1, 13)])
+    hits = await index.search(collection, unit(0), limit=20, filter=VectorFilter(session_id=2))
+    assert sorted(ids(hits)) == [2, 5, 8, 11]
+
+
+async def test_search_filtered_by_time_keeps_points_within_since_and_until(
+    index: VectorIndex, collection: str
+) -> None:
+    points = [point(i, unit(0, tilt=i / 10), at=T0 + timedelta(days=i)) for i in range(1, 8)]
+    await index.upsert(collection, points)
+    since, until = T0 + timedelta(days=3), T0 + timedelta(days=5)
+    assert sorted(ids(await index.search(collection, unit(0), 20, VectorFilter(since=since)))) == [3, 4, 5, 6, 7]
+    assert sorted(ids(await index.search(collection, unit(0), 20, VectorFilter(until=until)))) == [1, 2, 3, 4, 5]
+    both = VectorFilter(session_id=1, since=since, until=until)
+    assert sorted(ids(await index.search(collection, unit(0), 20, both))) == [3, 4, 5]
+
+
+async def test_points_without_a_session_never_match_a_session_filter(index: VectorIndex, collection: str) -> None:
+    await index.upsert(collection, [point(1, unit(0), session=None), point(2, unit(0), session=7)])
+    assert ids(await index.search(collection, unit(0), 5, VectorFilter(session_id=7))) == [2]
+
+
+async def test_score_threshold_drops_weaker_hits(index: VectorIndex, collection: str) -> None:
+    await index.upsert(collection, [point(1, unit(0)), point(2, unit(0, tilt=1.0)), point(3, unit(1))])
+    hits = await index.search(collection, unit(0), limit=10, score_threshold=0.5)
+    assert ids(hits) == [1, 2] and all(hit.score >= 0.5 for hit in hits)
+
+
+async def test_deleting_ids_removes_them_and_unknown_ids_are_a_no_op(index: VectorIndex, collection: str) -> None:
+    await index.upsert(collection, [point(1, unit(0)), point(2, unit(1)), point(3, unit(2))])
+    await index.delete(collection, [2, 999])
+    await index.delete(collection, [])
+    assert await index.count(collection) == 2
+    assert 2 not in ids(await index.search(collection, unit(1), limit=10))
+
+
+async def test_deleting_by_session_removes_only_that_session(index: VectorIndex, collection: str) -> None:
+    await index.upsert(collection, [point(i, unit(i % DIM), session=i % 2) for i in range(1, 11)])
+    await index.delete_by_filter(collection, VectorFilter(session_id=1))
+    assert await index.count(collection) == 5
+    assert all(i % 2 == 0 for i in ids(await index.search(collection, unit(0), limit=20)))
+
+
+async def test_deleting_by_an_empty_filter_is_refused(index: VectorIndex, collection: str) -> None:
+    await index.upsert(collection, [point(1, unit(0))])
+    with pytest.raises(VectorIndexError):
+        await index.delete_by_filter(collection, VectorFilter())
+    assert await index.count(collection) == 1
+
+
+async def test_count_follows_upserts_and_deletes(index: VectorIndex, collection: str) -> None:
+    assert await index.count(collection) == 0
+    await index.upsert(collection, [point(i, unit(i % DIM)) for i in range(1, 6)])
+    await index.upsert(collection, [])
+    assert await index.count(collection) == 5
+
+
+async def test_retrieve_vectors_returns_unit_vectors_of_known_ids(index: VectorIndex, collection: str) -> None:
+    await index.upsert(collection, [point(1, [3.0, 4.0] + [0.0] * (DIM - 2)), point(2, unit(1))])
+    vectors = await index.retrieve_vectors(collection, [1, 2, 404])
+    assert set(vectors) == {1, 2}
+    assert vectors[1][:2] == pytest.approx([0.6, 0.8], abs=1e-6) and len(vectors[1]) == DIM
+
+
+async def test_a_vector_of_the_wrong_size_is_refused(index: VectorIndex, collection: str) -> None:
+    with pytest.raises(VectorIndexError):
+        await index.upsert(collection, [point(1, [1.0, 0.0])])
+
+
+async def test_using_a_collection_that_was_never_ensured_raises(index: VectorIndex) -> None:
+    with pytest.raises(VectorIndexError):
+        await index.search("never_created_here", unit(0), limit=1)
+
+
+async def test_health_is_none_while_open(index: VectorIndex) -> None:
+    assert await index.health() is None
+
+
+async def test_points_survive_closing_and_reopening(persistent_opener: Opener, collection: str) -> None:
+    opener = persistent_opener
+    first = opener()
+    await first.ensure_collection(collection, DIM)
+    await first.upsert(collection, [point(1, unit(0)), point(2, unit(1), session=2)])
+    await first.close()
+    second = opener()
+    await second.ensure_collection(collection, DIM)
+    assert await second.count(collection) == 2
+    assert ids(await second.search(collection, unit(1), 1, VectorFilter(session_id=2))) == [2]
+    with pytest.raises(VectorIndexError):
+        await second.ensure_collection(collection, DIM + 1)
+    await second.close()
+
+
+async def test_every_adapter_finds_the_same_neighbours(tmp_path: Path, collection: str) -> None:
+    rng = random.Random(7)
+    dim, n = 32, 300
+    points = [
+        VectorPoint(i, [rng.gauss(0, 1) for _ in range(dim)], point_payload(format_timestamp(T0), i % 4))
+        for i in range(1, n + 1)
+    ]
+    queries = [[rng.gauss(0, 1) for _ in range(dim)] for _ in range(10)]
+    results: dict[str, list[list[tuple[int, float]]]] = {}
+    openers = _openers(tmp_path)
+    names = ["memory", "edge", "server-local"] + (["server"] if QDRANT_URL else [])
+    for name in names:
+        opened = openers[name]()
+        try:
+            await opened.ensure_collection(collection, dim)
+            await opened.upsert(collection, points)
+            found = []
+            for q in queries:
+                found.append([(h.id, h.score) for h in await opened.search(collection, q, 10)])
+                session = await opened.search(collection, q, 10, VectorFilter(session_id=3))
+                found.append([(h.id, h.score) for h in session])
+            results[name] = found
+        finally:
+            await opened.close()
+    if QDRANT_URL:
+        await _drop_from_real_server(collection)
+    reference = results["memory"]
+    for name, found in results.items():
+        for got, want in zip(found, reference, strict=True):
+            assert [pid for pid, _ in got] == [pid for pid, _ in want], name
+            assert [s for _, s in got] == pytest.approx([s for _, s in want], abs=1e-4), name
+
+
+
+
+# ---- Qdrant Edge only: opening its directory ---------------------------------------------------
+
+
+async def test_opening_an_edge_directory_that_is_in_use_says_it_is_locked(tmp_path: Path) -> None:
+    first = QdrantEdgeIndex(tmp_path / "qdrant")
+    await first.ensure_collection("episodes", DIM)
+    second = QdrantEdgeIndex(tmp_path / "qdrant")
+    try:
+        with pytest.raises(VectorIndexError, match="locked"):
+            await second.ensure_collection("episodes", DIM)
+    finally:
+        await second.close()
+        await first.close()
+
+
+async def test_opening_an_edge_path_that_is_not_a_directory_raises(tmp_path: Path) -> None:
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("")
+    index = QdrantEdgeIndex(blocker)
+    try:
+        with pytest.raises(VectorIndexError, match="not-a-dir"):
+            await index.ensure_collection("episodes", DIM)
+    finally:
+        await index.close()
+
+
+async def test_edge_search_stays_exact_after_the_optimizer_ran(tmp_path: Path) -> None:
+    rng = random.Random(3)
+    index = QdrantEdgeIndex(tmp_path / "qdrant", optimize_every=100)
+    points = [VectorPoint(i, [rng.gauss(0, 1) for _ in range(DIM)], point_payload(format_timestamp(T0), 1))
+              for i in range(1, 1001)]
+    try:
+        await index.ensure_collection("episodes", DIM)
+        for start in range(0, len(points), 100):
+            await index.upsert("episodes", points[start:start + 100])
+        await index.delete("episodes", [p.id for p in points[:100]])
+        assert await index.count("episodes") == 900
+        query = points[500].vector
+        hits = await index.search("episodes", query, 5)
+        best = sorted(points[100:], key=lambda p: -cosine_similarity(query, p.vector))[:5]
+        assert ids(hits) == [p.id for p in best]
+    finally:
+        await index.close()

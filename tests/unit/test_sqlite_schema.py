@@ -1,0 +1,151 @@
+"""The SQLite schema and its migrations, on a bare connection (no store, no writer thread)."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from adapters.sqlite.schema import MIGRATIONS, SCHEMA_VERSION, migrate
+
+NOW = "2025-03-01T12:00:00.000Z"
+
+
+@pytest.fixture
+def conn(tmp_path: Path) -> Iterator[sqlite3.Connection]:
+    connection = sqlite3.connect(tmp_path / "schema.db", isolation_level=None)
+    connection.execute("PRAGMA foreign_keys = ON")
+    yield connection
+    connection.close()
+
+
+@pytest.fixture
+def migrated(conn: sqlite3.Connection) -> sqlite3.Connection:
+    conn.execute("BEGIN")
+    migrate(conn)
+    conn.execute("COMMIT")
+    return conn
+
+
+def names(conn: sqlite3.Connection, kind: str) -> set[str]:
+    return {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = ?", (kind,))}
+
+
+def a_session(conn: sqlite3.Connection, external_id: str = "conv-1") -> int:
+    return conn.execute(
+        "INSERT INTO sessions(external_id, created_at, updated_at) VALUES (?, ?, ?)", (external_id, NOW, NOW)
+    ).lastrowid
+
+
+def an_entity(conn: sqlite3.Connection, name: str, type_: str = "person") -> int:
+    return conn.execute(
+        "INSERT INTO entities(name, type, created_at, updated_at) VALUES (?, ?, ?, ?)", (name, type_, NOW, NOW)
+    ).lastrowid
+
+
+def test_a_fresh_database_is_migrated_to_the_current_version(conn: sqlite3.Connection) -> None:
+    # migrate() runs each statement with execute(), which refuses more than one statement: no
+    # executescript and so no implicit COMMIT halfway through a version.
+    conn.execute("BEGIN")
+    assert migrate(conn) == 0
+    conn.execute("COMMIT")
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == len(MIGRATIONS)
+
+
+def test_migrating_an_up_to_date_database_changes_nothing(migrated: sqlite3.Connection) -> None:
+    before = sorted(migrated.execute("SELECT type, name, sql FROM sqlite_master").fetchall(), key=str)
+    assert migrate(migrated) == SCHEMA_VERSION
+    assert sorted(migrated.execute("SELECT type, name, sql FROM sqlite_master").fetchall(), key=str) == before
+
+
+def test_a_database_newer_than_the_code_is_refused(conn: sqlite3.Connection) -> None:
+    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    with pytest.raises(RuntimeError, match="newer"):
+        migrate(conn)
+    assert "sessions" not in names(conn, "table")
+
+
+def test_a_rolled_back_migration_leaves_no_trace(conn: sqlite3.Connection) -> None:
+    conn.execute("BEGIN")
+    migrate(conn)
+    conn.execute("ROLLBACK")
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == 0
+    assert names(conn, "table") == set()
+
+
+def test_the_schema_has_the_tables_indexes_and_fts_triggers(migrated: sqlite3.Connection) -> None:
+    tables = names(migrated, "table")
+    assert {"sessions", "episodes", "entities", "relationships", "summaries", "embedding_outbox"} <= tables
+    assert {"episodes_fts", "summaries_fts", "entities_fts"} <= tables
+    assert {"episodes_fts_insert", "episodes_fts_update", "episodes_fts_delete"} <= names(migrated, "trigger")
+    assert {"idx_episodes_session_created", "idx_entities_type", "idx_outbox_due"} <= names(migrated, "index")
+    columns = [r[2] for r in migrated.execute("PRAGMA index_info(idx_episodes_session_created)")]
+    assert columns == ["session_id", "created_at", "id"]
+
+
+@pytest.mark.parametrize(("table", "parent", "column"), [
+    ("episodes", "sessions", "session_id"),
+    ("summaries", "sessions", "session_id"),
+    ("relationships", "entities", "from_id"),
+    ("relationships", "entities", "to_id"),
+])
+def test_child_rows_cascade_from_their_parent(migrated: sqlite3.Connection, table: str, parent: str, column: str) -> None:
+    keys = {(r["from"], r["table"], r["on_delete"]) for r in _rows(migrated, f"PRAGMA foreign_key_list({table})")}
+    assert (column, parent, "CASCADE") in keys
+
+
+def test_uniqueness_is_enforced_by_the_database(migrated: sqlite3.Connection) -> None:
+    a_session(migrated, "conv-1")
+    with pytest.raises(sqlite3.IntegrityError):
+        a_session(migrated, "conv-1")
+    ada = an_entity(migrated, "Ada")
+    an_entity(migrated, "Ada", "ship")  # same name, another type
+    with pytest.raises(sqlite3.IntegrityError):
+        an_entity(migrated, "Ada")
+    bob = an_entity(migrated, "Bob")
+    edge = "INSERT INTO relationships(from_id, to_id, label, created_at) VALUES (?, ?, ?, ?)"
+    migrated.execute(edge, (ada, bob, "knows", NOW))
+    migrated.execute(edge, (bob, ada, "knows", NOW))
+    with pytest.raises(sqlite3.IntegrityError):
+        migrated.execute(edge, (ada, bob, "knows", NOW))
+
+
+def test_an_episode_needs_an_existing_session(migrated: sqlite3.Connection) -> None:
+    with pytest.raises(sqlite3.IntegrityError):
+        migrated.execute(
+            "INSERT INTO episodes(session_id, user_message, ai_response, created_at) VALUES (999, 'u', 'a', ?)", (NOW,)
+        )
+
+
+def test_the_triggers_keep_the_episode_index_in_step(migrated: sqlite3.Connection) -> None:
+    def matching(query: str) -> list[int]:
+        return [r[0] for r in migrated.execute("SELECT rowid FROM episodes_fts WHERE episodes_fts MATCH ?", (query,))]
+
+    session = a_session(migrated)
+    episode = migrated.execute(
+        "INSERT INTO episodes(session_id, user_message, ai_response, created_at) VALUES (?, 'penguins', 'swim', ?)",
+        (session, NOW),
+    ).lastrowid
+    assert matching("penguins") == [episode]
+    migrated.execute("UPDATE episodes SET user_message = 'giraffes' WHERE id = ?", (episode,))
+    assert matching("penguins") == [] and matching("giraffes") == [episode]
+    migrated.execute("UPDATE episodes SET metadata = '{\"x\":1}' WHERE id = ?", (episode,))
+    migrated.execute("DELETE FROM sessions WHERE id = ?", (session,))  # the cascade fires the delete trigger
+    assert matching("giraffes") == [] and matching("swim") == []
+    migrated.execute("INSERT INTO episodes_fts(episodes_fts) VALUES('integrity-check')")
+
+
+def test_ids_are_not_reused_after_the_newest_row_is_deleted(migrated: sqlite3.Connection) -> None:
+    first = a_session(migrated, "a")
+    migrated.execute("DELETE FROM sessions WHERE id = ?", (first,))
+    assert a_session(migrated, "b") > first
+
+
+def _rows(conn: sqlite3.Connection, sql: str) -> list[sqlite3.Row]:
+    conn.row_factory = sqlite3.Row
+    try:
+        return conn.execute(sql).fetchall()
+    finally:
+        conn.row_factory = None
