@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from app.config import Settings
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+EXAMPLE_PLUGIN = Path(__file__).resolve().parent.parent / "examples" / "ranker-plugin"
 
 
 @pytest.fixture
@@ -25,3 +32,24 @@ def make_settings(tmp_path):
         return Settings(**values)
 
     return build
+
+
+@pytest.fixture
+def installed_example(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """The example plugin pip-installed into a throwaway directory put first on sys.path."""
+    # Build from a copy: setuptools writes build/ and *.egg-info next to the sources it builds.
+    source = shutil.copytree(EXAMPLE_PLUGIN, tmp_path / "source", ignore=shutil.ignore_patterns("build", "*.egg-info"))
+    target = tmp_path / "site"
+    subprocess.run(
+        [
+            sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
+            "--no-index", "--disable-pip-version-check", "--target", str(target), str(source),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    monkeypatch.syspath_prepend(str(target))
+    # The module must come from the installed copy and must not outlive the test.
+    monkeypatch.delitem(sys.modules, "nexusai_keyword_first", raising=False)
+    yield target
+    sys.modules.pop("nexusai_keyword_first", None)

@@ -3,7 +3,7 @@ from __future__ import annotations
 from typing import Annotated, Literal
 
 from litestar import Controller, delete, get, patch, post
-from litestar.params import Parameter
+from litestar.params import Parameter, QueryParameter
 
 from app.routes.deps import PathId
 from app.schemas import (
@@ -39,7 +39,7 @@ class EpisodeController(Controller):
         episode_service: EpisodeService,
         q: Annotated[str, Parameter(min_length=1, max_length=2000, description="the words to find")],
         limit: Annotated[int, Parameter(ge=1, le=1000)] = 10,
-        session_id: Annotated[int | None, Parameter(query="sessionId", ge=1, le=2**63 - 1)] = None,
+        session_id: Annotated[int | None, QueryParameter(name="sessionId", ge=1, le=2**63 - 1)] = None,
         match: Annotated[
             Literal["all", "any", "fts"],
             Parameter(description="all: every word; any: at least one; fts: raw FTS5 syntax"),

@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import inspect
-import shutil
-import subprocess
-import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from types import SimpleNamespace
@@ -20,7 +17,6 @@ from domain.models import Episode
 from domain.ranking import Candidate, Key, LegHit, RankedHit, RankerConfig, RankingRequest
 from ports import hookspecs
 
-EXAMPLE_PLUGIN = Path(__file__).resolve().parents[2] / "examples" / "ranker-plugin"
 BUILTIN_NAMES = ["rrf", "vector", "keyword", "weighted", "recency", "mmr"]
 NOW = datetime(2026, 3, 1, tzinfo=UTC)
 
@@ -212,27 +208,6 @@ def test_the_registry_ranks_with_the_built_ins() -> None:
 
 
 # ---- the example plugin, installed and found through its entry point ----------------------------
-
-
-@pytest.fixture
-def installed_example(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """The example plugin pip-installed into a throwaway directory put first on sys.path."""
-    # Build from a copy: setuptools writes build/ and *.egg-info next to the sources it builds.
-    source = shutil.copytree(EXAMPLE_PLUGIN, tmp_path / "source", ignore=shutil.ignore_patterns("build", "*.egg-info"))
-    target = tmp_path / "site"
-    subprocess.run(
-        [
-            sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
-            "--no-index", "--disable-pip-version-check", "--target", str(target), str(source),
-        ],
-        check=True,
-        capture_output=True,
-    )
-    monkeypatch.syspath_prepend(str(target))
-    # The module must come from the installed copy and must not outlive the test.
-    monkeypatch.delitem(sys.modules, "nexusai_keyword_first", raising=False)
-    yield target
-    sys.modules.pop("nexusai_keyword_first", None)
 
 
 def test_the_example_plugin_is_not_found_unless_installed() -> None:
