@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import signal
 import sys
 from typing import Annotated, Optional
 
@@ -29,6 +30,21 @@ def configure_logging(settings: Settings) -> None:
     configure(settings.log_level, settings.log_format, secrets=[settings.memory_api_key, settings.qdrant_api_key])
 
 
+def _exit_cleanly(signum: int, frame: object) -> None:
+    raise SystemExit(0)
+
+
+def _open_stores(container) -> None:
+    """Open the database and the embedded vector index before uvicorn starts, so a locked,
+    unwritable or mismatched store fails with one line instead of a lifespan traceback.
+
+    Only loop-independent components are opened here (the SQLite writer thread, the Edge engine
+    thread); a Qdrant server client binds to an event loop and is left to the app's lifespan."""
+    container.store()
+    if container.settings().vector_index == "edge":
+        asyncio.run(container.indexing().ensure_collections())
+
+
 @cli.command()
 def serve(
     host: Annotated[Optional[str], typer.Option(help="bind address (default HOST)")] = None,
@@ -45,12 +61,16 @@ def serve(
     configure_logging(settings)
     try:
         app = create_app(settings)
+        _open_stores(app.state.container)
     except ConfigError as exc:
         typer.echo(f"configuration error: {exc}", err=True)
         raise typer.Exit(2) from None
     except Exception as exc:  # e.g. the database cannot be opened: one clear line, not a traceback
         typer.echo(f"start-up failed: {exc}", err=True)
         raise typer.Exit(1) from None
+    # uvicorn re-raises a SIGTERM once its graceful shutdown is done; with the default handler the
+    # process would then die "killed by SIGTERM". Handled here, a drained shutdown exits 0.
+    signal.signal(signal.SIGTERM, _exit_cleanly)
     uvicorn.run(app, host=settings.host, port=settings.port, log_level=settings.log_level,
                 loop="uvloop", http="httptools", access_log=False, timeout_graceful_shutdown=10)
 
@@ -83,6 +103,48 @@ def stats() -> None:
 
     settings = _settings()
     typer.echo(json.dumps(asyncio.run(collect_stats(settings)), indent=2))
+
+
+def _store_path(settings: Settings) -> str:
+    if settings.store != "sqlite":
+        typer.echo("configuration error: STORE: export, import and backup need STORE=sqlite", err=True)
+        raise typer.Exit(2)
+    return settings.sqlite_path
+
+
+def _run_backup_step(step, *args) -> None:
+    from app.backup import BackupError
+
+    try:
+        counts = step(*args)
+    except (BackupError, OSError) as exc:
+        typer.echo(f"{step.__name__.split('_')[0]} failed: {exc}", err=True)
+        raise typer.Exit(1) from None
+    typer.echo(counts.describe())
+
+
+@cli.command("export")
+def export_(path: Annotated[str, typer.Argument(help="the JSON Lines file to write")]) -> None:
+    """Write every session, episode, entity, relationship and summary to PATH (JSON Lines)."""
+    from app.backup import export_store
+
+    _run_backup_step(export_store, _store_path(_settings()), path)
+
+
+@cli.command("import")
+def import_(path: Annotated[str, typer.Argument(help="a file written by `memory-service export`")]) -> None:
+    """Load an export into SQLITE_PATH, keeping ids, in one transaction; queues the embeddings."""
+    from app.backup import import_store
+
+    _run_backup_step(import_store, _store_path(_settings()), path)
+
+
+@cli.command()
+def backup(path: Annotated[str, typer.Argument(help="the new SQLite file to write")]) -> None:
+    """Copy the live database to PATH with SQLite's online backup API (safe while serving)."""
+    from app.backup import backup_store
+
+    _run_backup_step(backup_store, _store_path(_settings()), path)
 
 
 def main() -> None:

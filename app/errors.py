@@ -84,6 +84,13 @@ def http_error(_: Request, exc: HTTPException) -> Response[ErrorBody]:
     return _body(status, HTTP_CODES.get(status, "client_error"), str(exc.detail))
 
 
+def too_deep(request: Request, exc: RecursionError) -> Response[ErrorBody]:
+    # msgspec (and json) give up on very deep nesting with RecursionError, which Litestar does
+    # not turn into a 400; only a client's document nests that deep.
+    log.warning("nesting too deep on %s %s", request.method, request.url.path)
+    return _body(400, "malformed_json", "malformed JSON body: nested too deeply")
+
+
 def unexpected_error(request: Request, exc: Exception) -> Response[ErrorBody]:
     log.exception("unhandled error on %s %s", request.method, request.url.path)
     return _body(HTTP_500_INTERNAL_SERVER_ERROR, "internal_error", "the server failed to handle the request")
@@ -93,5 +100,6 @@ EXCEPTION_HANDLERS = {
     DomainError: domain_error,
     ValidationException: validation_error,
     HTTPException: http_error,
+    RecursionError: too_deep,
     Exception: unexpected_error,
 }

@@ -16,6 +16,8 @@ from app.config import ConfigError, Settings
 from app.container import Container, build_container
 from app.errors import EXCEPTION_HANDLERS
 from app.health import health
+from app.metrics import ServiceMetrics, metrics
+from app.middleware import RequestObserver, install_request_id_filter
 from app.routes.deps import DEPENDENCIES
 from app.routes.entities import EntityController, RelationshipController
 from app.routes.episodes import EpisodeController
@@ -49,11 +51,15 @@ def create_app(settings: Settings, container: Container | None = None) -> Litest
     container = container or build_container(settings)
     check_configuration(container)
     worker = EmbeddingWorker(container.indexing(), batch=settings.worker_batch)
+    service_metrics = ServiceMetrics()
+    install_request_id_filter("nexusai.errors", "nexusai.app")
 
     @asynccontextmanager
     async def lifespan(app: Litestar):
         container.store()
         await container.indexing().ensure_collections()
+        service_metrics.watch_indexing(container.indexing())
+        container.search().observe_leg = service_metrics.observe_leg
         if settings.worker_enabled:
             worker.start()
         try:
@@ -74,14 +80,14 @@ def create_app(settings: Settings, container: Container | None = None) -> Litest
         if scheme.lower() != "bearer" or not hmac.compare_digest(token.encode(), settings.memory_api_key.encode()):
             raise NotAuthorizedException("a valid 'Authorization: Bearer <MEMORY_API_KEY>' header is required")
 
-    return Litestar(
+    app = Litestar(
         route_handlers=[
             health, SessionController, EpisodeController, EntityController, RelationshipController,
-            SummaryController, RetrievalController,
+            SummaryController, RetrievalController, metrics,
         ],
         dependencies=DEPENDENCIES,
         exception_handlers=EXCEPTION_HANDLERS,
-        state=State({"container": container, "worker": worker, "health_cache": {}}),
+        state=State({"container": container, "worker": worker, "health_cache": {}, "metrics": service_metrics}),
         lifespan=[lifespan],
         before_request=require_api_key,
         after_response=after_response,
@@ -91,7 +97,11 @@ def create_app(settings: Settings, container: Container | None = None) -> Litest
             render_plugins=[SwaggerRenderPlugin(), ScalarRenderPlugin(path="/scalar")],
         ),
         debug=False,
+        logging_config=None,  # app.logs configures logging; Litestar's default would replace its root handler
     )
+    # Outermost, so unrouted requests and the final status (after error handlers) are seen.
+    app.asgi_handler = RequestObserver(app.asgi_handler, service_metrics)
+    return app
 
 
 async def close_container(container: Container) -> None:

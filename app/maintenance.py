@@ -84,6 +84,11 @@ async def collect_stats(settings: Settings) -> dict[str, Any]:
         backlog = await store.backlog()
         index = container.vector_index()
         vectors = {}
+        try:
+            # Opens the existing shards (an embedded index knows a collection only once opened).
+            await container.indexing().ensure_collections()
+        except DomainError:
+            pass  # each count below then reports the index as unavailable
         for name in COLLECTIONS:
             try:
                 vectors[name] = await index.count(name)

@@ -8,7 +8,8 @@ memory even while its embeddings are unavailable.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+import time
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Protocol
@@ -79,6 +80,8 @@ class SearchService:
         self._default = default_ranker
         self.vector_seconds = 0.0  # read by metrics
         self.keyword_seconds = 0.0
+        # Called with ("vector" | "keyword", seconds) after each leg; the app hangs metrics here.
+        self.observe_leg: Callable[[str, float], None] | None = None
 
     async def search(self, q: SearchQuery) -> SearchResult:
         check_text(q.query, "query", maximum=4000)
@@ -94,7 +97,8 @@ class SearchService:
         ranker = self._rankers.get(q.ranker or self._default)
         depth = max(MIN_DEPTH, q.limit * 3)
         (vector_hits, query_vector, warnings), keyword_hits = await asyncio.gather(
-            self._vector_leg(q, sources, depth), self._keyword_leg(q, sources, depth)
+            self._timed("vector", self._vector_leg(q, sources, depth)),
+            self._timed("keyword", self._keyword_leg(q, sources, depth)),
         )
         candidates = await self._load(vector_hits, keyword_hits)
         if ranker.needs_vectors and candidates and query_vector is not None:
@@ -111,6 +115,19 @@ class SearchService:
             if hit.key in candidates
         ]
         return SearchResult(hits, ranker.name, bool(warnings), warnings)
+
+    async def _timed(self, leg: str, work: Awaitable):
+        started = time.perf_counter()
+        try:
+            return await work
+        finally:
+            seconds = time.perf_counter() - started
+            if leg == "vector":
+                self.vector_seconds += seconds
+            else:
+                self.keyword_seconds += seconds
+            if self.observe_leg is not None:
+                self.observe_leg(leg, seconds)
 
     async def _vector_leg(self, q: SearchQuery, sources, depth: int):
         try:

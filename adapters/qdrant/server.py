@@ -110,7 +110,8 @@ class QdrantServerIndex:
         if not points:
             return
         structs = [
-            qm.PointStruct(id=p.id, vector=[float(x) for x in p.vector], payload=dict(p.payload)) for p in points
+            qm.PointStruct(id=p.id, vector=[float(x) for x in p.vector], payload=dict(p.payload))
+            for p in points
         ]
         try:
             await self._client.upsert(collection, points=structs, wait=True)
@@ -147,7 +148,9 @@ class QdrantServerIndex:
         if not ids:
             return
         try:
-            await self._client.delete(collection, points_selector=qm.PointIdsList(points=list(ids)), wait=True)
+            await self._client.delete(
+                collection, points_selector=qm.PointIdsList(points=list(ids)), wait=True
+            )
         except Exception as error:
             raise VectorIndexError(f"Qdrant could not delete from {collection!r}: {error}") from error
 
@@ -156,9 +159,13 @@ class QdrantServerIndex:
         if condition is None:
             raise VectorIndexError(f"refusing to delete every point of {collection!r}: the filter is empty")
         try:
-            await self._client.delete(collection, points_selector=qm.FilterSelector(filter=condition), wait=True)
+            await self._client.delete(
+                collection, points_selector=qm.FilterSelector(filter=condition), wait=True
+            )
         except Exception as error:
-            raise VectorIndexError(f"Qdrant could not delete by filter from {collection!r}: {error}") from error
+            raise VectorIndexError(
+                f"Qdrant could not delete by filter from {collection!r}: {error}"
+            ) from error
 
     async def count(self, collection: str) -> int:
         try:
@@ -170,7 +177,9 @@ class QdrantServerIndex:
         if not ids:
             return {}
         try:
-            records = await self._client.retrieve(collection, ids=list(ids), with_payload=False, with_vectors=True)
+            records = await self._client.retrieve(
+                collection, ids=list(ids), with_payload=False, with_vectors=True
+            )
         except Exception as error:
             raise VectorIndexError(f"Qdrant could not retrieve from {collection!r}: {error}") from error
         return {int(r.id): list(r.vector) for r in records if isinstance(r.vector, list)}

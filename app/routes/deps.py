@@ -6,7 +6,11 @@ from typing import Annotated
 
 from litestar.datastructures import State
 from litestar.di import Provide
+from litestar.openapi import ResponseSpec
+from litestar.openapi.spec import Example
 from litestar.params import Parameter
+
+from app.schemas import ErrorBody
 
 from domain.context import ContextService
 from domain.retrieval import SearchService
@@ -50,3 +54,33 @@ DEPENDENCIES = {
     "search_service": Provide(_search, sync_to_thread=False),
     "context_service": Provide(_context, sync_to_thread=False),
 }
+
+
+ERROR_DESCRIPTIONS = {
+    400: "Invalid request: malformed JSON, a wrong type, a missing field or a value out of range",
+    401: "MEMORY_API_KEY is set and the request has no valid 'Authorization: Bearer <key>' header",
+    404: "No such record",
+    409: "Conflicts with an existing record",
+    413: "The request body is larger than MAX_BODY_BYTES",
+    503: "A backing component (embedder, vector index) is unavailable",
+}
+ERROR_EXAMPLES = {
+    400: {"code": "validation_error", "message": "limit: Expected `int` <= 1000", "field": "limit", "status": 400},
+    401: {"code": "unauthorized", "message": "a valid 'Authorization: Bearer <MEMORY_API_KEY>' header is required",
+          "field": None, "status": 401},
+    404: {"code": "not_found", "message": "session 42 does not exist", "field": None, "status": 404},
+    409: {"code": "conflict", "message": "a session with externalId 'conv-1' exists", "field": "externalId",
+          "status": 409},
+    413: {"code": "payload_too_large", "message": "Request Entity Too Large", "field": None, "status": 413},
+    503: {"code": "unavailable", "message": "the embedder is unreachable", "field": None, "status": 503},
+}
+
+
+def errors(*statuses: int) -> dict[int, ResponseSpec]:
+    """The documented error responses of a route (every one can answer 401 when a key is set):
+    all share the ``ErrorBody`` shape."""
+    return {
+        status: ResponseSpec(ErrorBody, description=ERROR_DESCRIPTIONS[status], generate_examples=False,
+                             examples=[Example(summary=ERROR_EXAMPLES[status]["code"], value=ERROR_EXAMPLES[status])])
+        for status in sorted({*statuses, 401})
+    }

@@ -3,9 +3,10 @@ from __future__ import annotations
 from typing import Annotated, Literal
 
 from litestar import Controller, Response, delete, get, post
+from litestar.openapi import ResponseSpec
 from litestar.params import Parameter
 
-from app.routes.deps import Limit, Offset, PathId
+from app.routes.deps import Limit, Offset, PathId, errors
 from app.schemas import (
     DeleteRelationship, EntityOut, EntityPage, RelationshipOut, UpsertEntity, UpsertRelationship, entity_out,
     entity_page, relationship_out,
@@ -20,29 +21,33 @@ class EntityController(Controller):
     path = "/entities"
     tags = ["entities"]
 
-    @post("/", summary="Upsert an entity by (name, type): 201 created, 200 updated")
+    @post("/", summary="Upsert an entity by (name, type): 201 created, 200 updated",
+          responses={**errors(400, 413), 200: ResponseSpec(EntityOut, description="An existing entity, updated")})
     async def upsert(self, data: UpsertEntity, entity_service: EntityService) -> Response[EntityOut]:
         result = await entity_service.upsert(NewEntity(data.name, data.type, data.notes, data.metadata))
         return Response(entity_out(result.item), status_code=201 if result.created else 200)
 
-    @get("/by-type/{entity_type:str}", summary="Entities of one type, by name")
+    @get("/by-type/{entity_type:str}", summary="Entities of one type, by name", responses=errors(400))
     async def by_type(self, entity_type: str, entity_service: EntityService, limit: Limit = 100,
                       offset: Offset = 0) -> EntityPage:
         return entity_page(await entity_service.by_type(entity_type, limit, offset))
 
-    @get("/search", summary="Entities whose name contains the given text")
+    @get("/search", summary="Entities whose name contains the given text", responses=errors(400))
     async def by_name(self, name: Name, entity_service: EntityService, limit: Limit = 20) -> list[EntityOut]:
         return [entity_out(e) for e in await entity_service.find_by_name(name, limit)]
 
-    @get("/{entity_id:int}", summary="Get an entity")
+    @get("/{entity_id:int}", summary="Get an entity", responses=errors(400, 404))
     async def get_one(self, entity_id: PathId, entity_service: EntityService) -> EntityOut:
         return entity_out(await entity_service.get(entity_id))
 
-    @delete("/{entity_id:int}", summary="Delete an entity, its relationships and its vector")
+    @delete("/{entity_id:int}", summary="Delete an entity, its relationships and its vector",
+          responses=errors(400, 404))
     async def remove(self, entity_id: PathId, entity_service: EntityService) -> None:
         await entity_service.delete(entity_id)
 
-    @get("/{entity_id:int}/relationships", summary="An entity's relationships (outgoing by default)")
+    @get("/{entity_id:int}/relationships", summary="An entity's relationships (outgoing by default)",
+          responses=errors(400, 404),
+          description='`direction=out|in|both`.')
     async def relationships(
         self, entity_id: PathId, entity_service: EntityService, direction: Literal["out", "in", "both"] = "out"
     ) -> list[RelationshipOut]:
@@ -53,11 +58,15 @@ class RelationshipController(Controller):
     path = "/relationships"
     tags = ["relationships"]
 
-    @post("/", summary="Upsert a relationship by (fromId, toId, label): 201 created, 200 updated")
+    @post("/", summary="Upsert a relationship by (fromId, toId, label): 201 created, 200 updated",
+          responses={**errors(400, 404, 413),
+                     200: ResponseSpec(RelationshipOut, description="An existing relationship, updated")},
+          description='Both entities must exist.')
     async def upsert(self, data: UpsertRelationship, entity_service: EntityService) -> Response[RelationshipOut]:
         result = await entity_service.relate(NewRelationship(data.from_id, data.to_id, data.label, data.metadata))
         return Response(relationship_out(result.item), status_code=201 if result.created else 200)
 
-    @delete("/", summary="Delete a relationship named by {fromId, toId, label}", status_code=204)
+    @delete("/", summary="Delete a relationship named by {fromId, toId, label}",
+          responses=errors(400, 404), status_code=204)
     async def remove(self, data: DeleteRelationship, entity_service: EntityService) -> None:
         await entity_service.unrelate(data.from_id, data.to_id, data.label)

@@ -5,7 +5,7 @@ from typing import Annotated, Literal
 from litestar import Controller, delete, get, patch, post
 from litestar.params import Parameter, QueryParameter
 
-from app.routes.deps import PathId
+from app.routes.deps import PathId, errors
 from app.schemas import (
     CreateEpisode, EpisodeBatch, EpisodeHit, EpisodeOut, EpisodeSearchOut, UpdateEpisode, episode_out,
 )
@@ -25,15 +25,22 @@ class EpisodeController(Controller):
     path = "/episodes"
     tags = ["episodes"]
 
-    @post("/", summary="Store an episode (embedding follows in the background)", status_code=201)
+    @post("/", summary="Store an episode (embedding follows in the background)", responses=errors(400, 404, 413),
+          description=(
+              'Answers 201 as soon as the episode and its embedding job are committed; the vector is '
+              'written by the background worker (see `embeddingBacklog` in `/health`).'
+          ), status_code=201)
     async def create(self, data: CreateEpisode, episode_service: EpisodeService) -> EpisodeOut:
         return episode_out(await episode_service.add(new_episode(data)))
 
-    @post("/batch", summary="Store many episodes in one transaction", status_code=201)
+    @post("/batch", summary="Store many episodes in one transaction", responses=errors(400, 404, 413),
+          description='Up to 1000 episodes, all or none.', status_code=201)
     async def create_batch(self, data: EpisodeBatch, episode_service: EpisodeService) -> list[EpisodeOut]:
         return [episode_out(e) for e in await episode_service.add_batch([new_episode(e) for e in data.episodes])]
 
-    @get("/search", summary="Keyword (FTS5 BM25) search across episodes")
+    @get("/search", summary="Keyword (FTS5 BM25) search across episodes", responses=errors(400, 404),
+          description="`match=all` (default) needs every word, `any` at least one; `fts` passes raw FTS5 "
+                      "syntax (a syntax error is a 400).")
     async def search(
         self,
         episode_service: EpisodeService,
@@ -49,15 +56,17 @@ class EpisodeController(Controller):
         return EpisodeSearchOut(query=q, match=match, results=[EpisodeHit(episode=episode_out(h.item), score=h.score)
                                                                for h in hits])
 
-    @get("/{episode_id:int}", summary="Get an episode")
+    @get("/{episode_id:int}", summary="Get an episode", responses=errors(400, 404))
     async def get_one(self, episode_id: PathId, episode_service: EpisodeService) -> EpisodeOut:
         return episode_out(await episode_service.get(episode_id))
 
-    @patch("/{episode_id:int}", summary="Change an episode's text or metadata (re-indexed and re-embedded)")
+    @patch("/{episode_id:int}", summary="Change an episode's text or metadata (re-indexed and re-embedded)",
+          responses=errors(400, 404, 413),
+          description='Fields left out stay as they are.')
     async def update(self, episode_id: PathId, data: UpdateEpisode, episode_service: EpisodeService) -> EpisodeOut:
         changes = EpisodeChanges(data.user_message, data.ai_response, data.token_count, data.metadata)
         return episode_out(await episode_service.update(episode_id, changes))
 
-    @delete("/{episode_id:int}", summary="Delete an episode and its vector")
+    @delete("/{episode_id:int}", summary="Delete an episode and its vector", responses=errors(400, 404))
     async def remove(self, episode_id: PathId, episode_service: EpisodeService) -> None:
         await episode_service.delete(episode_id)

@@ -3,6 +3,7 @@ from __future__ import annotations
 from litestar import Controller, get, post
 from litestar.datastructures import State
 
+from app.routes.deps import errors
 from app.schemas import ContextOut, ContextRequest, RankerOut, SearchOut, SearchRequest, context_out, search_out
 from domain.context import ContextService
 from domain.retrieval import SearchQuery, SearchService
@@ -11,18 +12,30 @@ from domain.retrieval import SearchQuery, SearchService
 class RetrievalController(Controller):
     tags = ["retrieval"]
 
-    @post("/search", summary="Hybrid retrieval: vector + keyword legs fused by a ranker", status_code=200)
+    @post("/search", summary="Hybrid retrieval: vector + keyword legs fused by a ranker",
+          responses=errors(400, 404, 413),
+          description=(
+              'Embeds the query, searches the vector index and FTS5 concurrently, and fuses both legs '
+              "with the chosen ranker (`GET /rankers`). Each hit carries its final score and each leg's "
+              'rank and score. With the embedder or vector index down the answer comes from the keyword '
+              'leg with `degraded: true`.'
+          ), status_code=200)
     async def search(self, data: SearchRequest, search_service: SearchService) -> SearchOut:
         query = SearchQuery(data.query, data.limit, data.session_id, tuple(data.sources), data.ranker,
                             data.since, data.until)
         return search_out(await search_service.search(query))
 
-    @post("/context", summary="The context package for a prompt, cut to a token budget", status_code=200)
+    @post("/context", summary="The context package for a prompt, cut to a token budget",
+          responses=errors(400, 404, 413),
+          description=(
+              'Recent episodes of the session, the most relevant older ones, matching summaries and the '
+              'entities they mention with their relationships, deduplicated and cut to `tokenBudget`.'
+          ), status_code=200)
     async def context(self, data: ContextRequest, context_service: ContextService) -> ContextOut:
         return context_out(await context_service.build(data.query, data.session_id, data.token_budget,
                                                data.recent_episodes, data.relevant_limit, data.ranker))
 
-    @get("/rankers", summary="Installed rankers and the plugin that provides each")
+    @get("/rankers", summary="Installed rankers and the plugin that provides each", responses=errors())
     async def rankers(self, state: State) -> list[RankerOut]:
         default = state.container.settings().default_ranker
         return [RankerOut(name=r.name, description=r.description, plugin=r.plugin, default=r.name == default)

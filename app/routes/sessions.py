@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from litestar import Controller, delete, get, patch, post
 
-from app.routes.deps import Limit, Offset, PathId
+from app.routes.deps import Limit, Offset, PathId, errors
 from app.schemas import (
     CreateSession, EpisodePage, SessionOut, SessionPage, SummaryOut, UpdateSession, episode_page, session_out,
     session_page, summary_out,
@@ -14,36 +14,43 @@ class SessionController(Controller):
     path = "/sessions"
     tags = ["sessions"]
 
-    @post("/", summary="Create a session", raises=[], status_code=201)
+    @post("/", summary="Create a session", responses=errors(400, 409, 413),
+          description=(
+              "Sessions group the episodes of one conversation; `externalId` is the caller's own id and "
+              'is unique.'
+          ), raises=[], status_code=201)
     async def create(self, data: CreateSession, session_service: SessionService) -> SessionOut:
         return session_out(await session_service.create(data.external_id, data.metadata))
 
-    @get("/", summary="List sessions, oldest first")
+    @get("/", summary="List sessions, oldest first", responses=errors(400))
     async def list_all(self, session_service: SessionService, limit: Limit = 20, offset: Offset = 0) -> SessionPage:
         return session_page(await session_service.list(limit, offset))
 
-    @get("/by-external/{external_id:str}", summary="Get a session by its external id")
+    @get("/by-external/{external_id:str}", summary="Get a session by its external id", responses=errors(400, 404))
     async def by_external(self, external_id: str, session_service: SessionService) -> SessionOut:
         return session_out(await session_service.by_external_id(external_id))
 
-    @get("/{session_id:int}", summary="Get a session")
+    @get("/{session_id:int}", summary="Get a session", responses=errors(400, 404))
     async def get_one(self, session_id: PathId, session_service: SessionService) -> SessionOut:
         return session_out(await session_service.get(session_id))
 
-    @patch("/{session_id:int}", summary="Replace a session's metadata")
+    @patch("/{session_id:int}", summary="Replace a session's metadata", responses=errors(400, 404, 413))
     async def update(self, session_id: PathId, data: UpdateSession, session_service: SessionService) -> SessionOut:
         return session_out(await session_service.update(session_id, data.metadata))
 
-    @delete("/{session_id:int}", summary="Delete a session, its episodes, summaries and their vectors")
+    @delete("/{session_id:int}", summary="Delete a session, its episodes, summaries and their vectors",
+          responses=errors(400, 404))
     async def remove(self, session_id: PathId, session_service: SessionService) -> None:
         await session_service.delete(session_id)
 
-    @get("/{session_id:int}/episodes", summary="A session's episodes, oldest first, with the total")
+    @get("/{session_id:int}/episodes", summary="A session's episodes, oldest first, with the total",
+          responses=errors(400, 404),
+          description='Paginated with `limit` and `offset`; `total` counts every episode of the session.')
     async def episodes_of(
         self, session_id: PathId, episode_service: EpisodeService, limit: Limit = 20, offset: Offset = 0
     ) -> EpisodePage:
         return episode_page(await episode_service.of_session(session_id, limit, offset))
 
-    @get("/{session_id:int}/summaries", summary="A session's summaries, oldest first")
+    @get("/{session_id:int}/summaries", summary="A session's summaries, oldest first", responses=errors(400, 404))
     async def summaries_of(self, session_id: PathId, summary_service: SummaryService) -> list[SummaryOut]:
         return [summary_out(s) for s in await summary_service.of_session(session_id)]

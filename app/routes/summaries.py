@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from litestar import Controller, delete, get, post
 
-from app.routes.deps import PathId
+from app.routes.deps import PathId, errors
 from app.schemas import CreateSummary, SummaryOut, summary_out
 from domain.models import NewSummary
 from domain.services import SummaryService
@@ -12,16 +12,17 @@ class SummaryController(Controller):
     path = "/summaries"
     tags = ["summaries"]
 
-    @post("/", summary="Store a summary of a session (embedded in the background)", status_code=201)
+    @post("/", summary="Store a summary of a session (embedded in the background)",
+          responses=errors(400, 404, 413), status_code=201)
     async def create(self, data: CreateSummary, summary_service: SummaryService) -> SummaryOut:
         new = NewSummary(data.session_id, data.content, data.first_episode_id, data.last_episode_id,
                          data.episode_count, data.token_count, data.metadata)
         return summary_out(await summary_service.add(new))
 
-    @get("/{summary_id:int}", summary="Get a summary")
+    @get("/{summary_id:int}", summary="Get a summary", responses=errors(400, 404))
     async def get_one(self, summary_id: PathId, summary_service: SummaryService) -> SummaryOut:
         return summary_out(await summary_service.get(summary_id))
 
-    @delete("/{summary_id:int}", summary="Delete a summary and its vector")
+    @delete("/{summary_id:int}", summary="Delete a summary and its vector", responses=errors(400, 404))
     async def remove(self, summary_id: PathId, summary_service: SummaryService) -> None:
         await summary_service.delete(summary_id)

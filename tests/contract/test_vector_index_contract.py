@@ -111,7 +111,9 @@ async def test_ensuring_a_collection_twice_keeps_its_points(index: VectorIndex, 
     assert await index.count(collection) == 1
 
 
-async def test_ensuring_a_collection_with_another_size_names_both_sizes(index: VectorIndex, collection: str) -> None:
+async def test_ensuring_a_collection_with_another_size_names_both_sizes(
+    index: VectorIndex, collection: str
+) -> None:
     with pytest.raises(VectorIndexError) as raised:
         await index.ensure_collection(collection, DIM * 2)
     message = raised.value.message
@@ -147,7 +149,9 @@ async def test_searching_an_empty_collection_finds_nothing(index: VectorIndex, c
     assert await index.search(collection, unit(0), limit=5) == []
 
 
-async def test_search_filtered_by_session_returns_only_that_session(index: VectorIndex, collection: str) -> None:
+async def test_search_filtered_by_session_returns_only_that_session(
+    index: VectorIndex, collection: str
+) -> None:
     await index.upsert(collection, [point(i, unit(0, tilt=i / 10), session=i % 3) for i in range(1, 13)])
     hits = await index.search(collection, unit(0), limit=20, filter=VectorFilter(session_id=2))
     assert sorted(ids(hits)) == [2, 5, 8, 11]
@@ -159,13 +163,27 @@ async def test_search_filtered_by_time_keeps_points_within_since_and_until(
     points = [point(i, unit(0, tilt=i / 10), at=T0 + timedelta(days=i)) for i in range(1, 8)]
     await index.upsert(collection, points)
     since, until = T0 + timedelta(days=3), T0 + timedelta(days=5)
-    assert sorted(ids(await index.search(collection, unit(0), 20, VectorFilter(since=since)))) == [3, 4, 5, 6, 7]
-    assert sorted(ids(await index.search(collection, unit(0), 20, VectorFilter(until=until)))) == [1, 2, 3, 4, 5]
+    assert sorted(ids(await index.search(collection, unit(0), 20, VectorFilter(since=since)))) == [
+        3,
+        4,
+        5,
+        6,
+        7,
+    ]
+    assert sorted(ids(await index.search(collection, unit(0), 20, VectorFilter(until=until)))) == [
+        1,
+        2,
+        3,
+        4,
+        5,
+    ]
     both = VectorFilter(session_id=1, since=since, until=until)
     assert sorted(ids(await index.search(collection, unit(0), 20, both))) == [3, 4, 5]
 
 
-async def test_points_without_a_session_never_match_a_session_filter(index: VectorIndex, collection: str) -> None:
+async def test_points_without_a_session_never_match_a_session_filter(
+    index: VectorIndex, collection: str
+) -> None:
     await index.upsert(collection, [point(1, unit(0), session=None), point(2, unit(0), session=7)])
     assert ids(await index.search(collection, unit(0), 5, VectorFilter(session_id=7))) == [2]
 
@@ -176,7 +194,9 @@ async def test_score_threshold_drops_weaker_hits(index: VectorIndex, collection:
     assert ids(hits) == [1, 2] and all(hit.score >= 0.5 for hit in hits)
 
 
-async def test_deleting_ids_removes_them_and_unknown_ids_are_a_no_op(index: VectorIndex, collection: str) -> None:
+async def test_deleting_ids_removes_them_and_unknown_ids_are_a_no_op(
+    index: VectorIndex, collection: str
+) -> None:
     await index.upsert(collection, [point(1, unit(0)), point(2, unit(1)), point(3, unit(2))])
     await index.delete(collection, [2, 999])
     await index.delete(collection, [])
@@ -205,7 +225,9 @@ async def test_count_follows_upserts_and_deletes(index: VectorIndex, collection:
     assert await index.count(collection) == 5
 
 
-async def test_retrieve_vectors_returns_unit_vectors_of_known_ids(index: VectorIndex, collection: str) -> None:
+async def test_retrieve_vectors_returns_unit_vectors_of_known_ids(
+    index: VectorIndex, collection: str
+) -> None:
     await index.upsert(collection, [point(1, [3.0, 4.0] + [0.0] * (DIM - 2)), point(2, unit(1))])
     vectors = await index.retrieve_vectors(collection, [1, 2, 404])
     assert set(vectors) == {1, 2}
@@ -274,8 +296,6 @@ async def test_every_adapter_finds_the_same_neighbours(tmp_path: Path, collectio
             assert [s for _, s in got] == pytest.approx([s for _, s in want], abs=1e-4), name
 
 
-
-
 # ---- Qdrant Edge only: opening its directory ---------------------------------------------------
 
 
@@ -305,12 +325,14 @@ async def test_opening_an_edge_path_that_is_not_a_directory_raises(tmp_path: Pat
 async def test_edge_search_stays_exact_after_the_optimizer_ran(tmp_path: Path) -> None:
     rng = random.Random(3)
     index = QdrantEdgeIndex(tmp_path / "qdrant", optimize_every=100)
-    points = [VectorPoint(i, [rng.gauss(0, 1) for _ in range(DIM)], point_payload(format_timestamp(T0), 1))
-              for i in range(1, 1001)]
+    points = [
+        VectorPoint(i, [rng.gauss(0, 1) for _ in range(DIM)], point_payload(format_timestamp(T0), 1))
+        for i in range(1, 1001)
+    ]
     try:
         await index.ensure_collection("episodes", DIM)
         for start in range(0, len(points), 100):
-            await index.upsert("episodes", points[start:start + 100])
+            await index.upsert("episodes", points[start : start + 100])
         await index.delete("episodes", [p.id for p in points[:100]])
         assert await index.count("episodes") == 900
         query = points[500].vector
@@ -319,3 +341,15 @@ async def test_edge_search_stays_exact_after_the_optimizer_ran(tmp_path: Path) -
         assert ids(hits) == [p.id for p in best]
     finally:
         await index.close()
+
+
+async def test_an_edge_collection_from_an_earlier_run_is_usable_without_ensuring_it(tmp_path: Path) -> None:
+    first = QdrantEdgeIndex(tmp_path / "qdrant")
+    await first.ensure_collection("entities", DIM)
+    await first.upsert("entities", [point(1, unit(0), session=None)])
+    await first.close()
+    second = QdrantEdgeIndex(tmp_path / "qdrant")
+    try:
+        assert ids(await second.search("entities", unit(0), 1)) == [1]
+    finally:
+        await second.close()

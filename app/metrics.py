@@ -1,0 +1,136 @@
+"""``GET /metrics``: Prometheus metrics, in a registry owned by one app.
+
+Request counts and latencies are observed as requests finish (by ``app.middleware``); search leg
+latencies as ``SearchService`` runs them. Everything that lives in the stores — row counts,
+vectors per collection, the embedding backlog — is read at scrape time, so a scrape always tells
+the truth about the data, not about what this process happened to see. A registry per app (never
+prometheus-client's global one) keeps apps built in the same process, as tests do, apart.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from datetime import UTC, datetime
+
+from litestar import Response, get
+from litestar.datastructures import State
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.core import CounterMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from app.routes.deps import errors
+from domain.errors import DomainError
+from domain.indexing import IndexingService
+from domain.models import parse_timestamp
+from domain.vectors import COLLECTIONS
+
+log = logging.getLogger("nexusai.metrics")
+
+PREFIX = "memory"
+# Request latencies span sub-millisecond reads to multi-second context builds.
+REQUEST_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+LEG_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
+# The classic text format every Prometheus understands; Litestar appends the charset.
+MEDIA_TYPE = "text/plain; version=0.0.4"
+UNMATCHED_ROUTE = "<unmatched>"  # 404s for unknown paths: one label, not one per probed URL
+
+
+class _IndexingCollector(Collector):
+    """Embedder counters straight from ``IndexingService`` (it counts; we only expose)."""
+
+    def __init__(self, indexing: IndexingService) -> None:
+        self._indexing = indexing
+
+    def collect(self) -> Iterator[Metric]:
+        calls = CounterMetricFamily(f"{PREFIX}_embed_calls", "Embedding calls made by the worker")
+        calls.add_metric([], self._indexing.embed_calls)
+        failures = CounterMetricFamily(f"{PREFIX}_embed_failures", "Embedding calls that failed")
+        failures.add_metric([], self._indexing.embed_failures)
+        yield calls
+        yield failures
+
+
+class ServiceMetrics:
+    """The metrics of one app. ``observe_request`` and ``observe_leg`` are cheap and synchronous;
+    ``render(container)`` reads the stores and returns the exposition text."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        r = self.registry
+        self.requests = Counter(f"{PREFIX}_http_requests", "HTTP requests by route template and status",
+                                ["method", "route", "status"], registry=r)
+        self.request_seconds = Histogram(f"{PREFIX}_http_request_duration_seconds",
+                                         "HTTP request latency by route template and status",
+                                         ["method", "route", "status"], buckets=REQUEST_BUCKETS, registry=r)
+        self.leg_seconds = Histogram(f"{PREFIX}_search_leg_duration_seconds",
+                                     "Latency of one retrieval leg (vector or keyword) of a search",
+                                     ["leg"], buckets=LEG_BUCKETS, registry=r)
+        self.rows = Gauge(f"{PREFIX}_store_rows", "Rows per table in the store (read at scrape)", ["table"],
+                          registry=r)
+        self.vectors = Gauge(f"{PREFIX}_vector_points", "Points per vector collection (read at scrape)",
+                             ["collection"], registry=r)
+        self.backlog = Gauge(f"{PREFIX}_embedding_backlog_jobs", "Outbox jobs not yet applied to the vector index",
+                             registry=r)
+        self.backlog_failing = Gauge(f"{PREFIX}_embedding_backlog_failing_jobs",
+                                     "Outbox jobs that failed at least once", registry=r)
+        self.backlog_age = Gauge(f"{PREFIX}_embedding_backlog_oldest_age_seconds",
+                                 "Age of the oldest pending outbox job (0 when the backlog is empty)", registry=r)
+        self.store_up = Gauge(f"{PREFIX}_store_up", "1 when the store answered the scrape", registry=r)
+        self.vector_index_up = Gauge(f"{PREFIX}_vector_index_up", "1 when the vector index answered the scrape",
+                                     registry=r)
+        self._indexing_registered = False
+
+    def observe_request(self, method: str, route: str, status: int, seconds: float) -> None:
+        labels = (method, route or UNMATCHED_ROUTE, str(status))
+        self.requests.labels(*labels).inc()
+        self.request_seconds.labels(*labels).observe(seconds)
+
+    def observe_leg(self, leg: str, seconds: float) -> None:
+        self.leg_seconds.labels(leg).observe(seconds)
+
+    def watch_indexing(self, indexing: IndexingService) -> None:
+        """Expose ``indexing``'s embed counters (once; the lifespan calls it)."""
+        if not self._indexing_registered:
+            self.registry.register(_IndexingCollector(indexing))
+            self._indexing_registered = True
+
+    async def refresh(self, container) -> None:
+        """Read row counts, vector counts and the backlog into the gauges. A store or index that
+        fails is reported as down (``*_up 0``), never as a failed scrape."""
+        store = container.store()
+        try:
+            for table, count in (await store.counts()).items():
+                self.rows.labels(table).set(count)
+            backlog = await store.backlog()
+            self.backlog.set(backlog.pending)
+            self.backlog_failing.set(backlog.failing)
+            age = 0.0
+            if backlog.pending and backlog.oldest_created_at:
+                age = (datetime.now(UTC) - parse_timestamp(backlog.oldest_created_at)).total_seconds()
+            self.backlog_age.set(max(0.0, age))
+            self.store_up.set(1)
+        except DomainError as exc:
+            log.warning("metrics: the store did not answer: %s", exc.message)
+            self.store_up.set(0)
+        index = container.vector_index()
+        up = 1
+        for name in COLLECTIONS:
+            try:
+                self.vectors.labels(name).set(await index.count(name))
+            except DomainError:
+                up = 0
+        self.vector_index_up.set(up)
+
+    async def render(self, container) -> bytes:
+        await self.refresh(container)
+        return generate_latest(self.registry)
+
+
+@get("/metrics", summary="Prometheus metrics", tags=["operations"], media_type=MEDIA_TYPE, responses=errors(),
+     description="Request counts and latency by route template and status, search leg latency, embed calls and "
+                 "failures, the embedding backlog (size and age), and row and vector counts read at scrape time. "
+                 "Needs the API key when MEMORY_API_KEY is set.")
+async def metrics(state: State) -> Response[bytes]:
+    body = await state.metrics.render(state.container)
+    return Response(body, media_type=MEDIA_TYPE)
