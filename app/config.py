@@ -45,11 +45,11 @@ class Settings:
     embedding_dim: int = DEFAULT_DIMENSION
     embedding_timeout: float = 30.0
     memory_api_key: str | None = None
-    default_ranker: str = "rrf"
+    default_ranker: str = "weighted"
     rrf_k: int = 5
     vector_weight: float = 1.0
     keyword_weight: float = 3.0
-    weighted_alpha: float = 0.5
+    weighted_alpha: float = 0.3
     recency_half_life_days: float = 30.0
     mmr_lambda: float = 0.7
     ranker_options: Mapping[str, str] = field(default_factory=dict)
@@ -153,11 +153,11 @@ def load_settings(env: Mapping[str, str] | None = None, dotenv: str | Path | Non
         embedding_dim=_int(env, "EMBEDDING_DIM", DEFAULT_DIMENSION, 1, 65536),
         embedding_timeout=_float(env, "EMBEDDING_TIMEOUT", 30.0, 0.01),
         memory_api_key=env.get("MEMORY_API_KEY") or None,
-        default_ranker=(env.get("DEFAULT_RANKER") or "rrf").strip(),
+        default_ranker=(env.get("DEFAULT_RANKER") or "weighted").strip(),
         rrf_k=_int(env, "RRF_K", 5, 0, 100000),
         vector_weight=_float(env, "RRF_VECTOR_WEIGHT", 1.0),
         keyword_weight=_float(env, "RRF_KEYWORD_WEIGHT", 3.0),
-        weighted_alpha=_float(env, "WEIGHTED_ALPHA", 0.5),
+        weighted_alpha=_float(env, "WEIGHTED_ALPHA", 0.3),
         recency_half_life_days=_float(env, "RECENCY_HALF_LIFE_DAYS", 30.0, 0.001),
         mmr_lambda=_float(env, "MMR_LAMBDA", 0.7),
         ranker_options=ranker_options(env),

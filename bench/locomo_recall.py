@@ -129,7 +129,7 @@ def main() -> None:
     parser.add_argument("--rankers", default="rrf,vector,keyword,weighted,recency,mmr")
     parser.add_argument("--json", type=Path, default=None, help="also write the table here")
     args = parser.parse_args()
-    dim = args.dim or (384 if args.embedder == "local" else 256)
+    dim = args.dim or (384 if args.embedder == "local" else 768)
     files = sorted(args.data.glob("*.json"))
     with tempfile.TemporaryDirectory() as tmp:
         settings = Settings(sqlite_path=f"{tmp}/locomo.db", vector_index=args.index, embedder=args.embedder,

@@ -80,7 +80,7 @@ class RankerConfig:
     """
 
     rrf_k: int = 60
-    weighted_alpha: float = 0.5
+    weighted_alpha: float = 0.3
     recency_half_life_days: float = 30.0
     mmr_lambda: float = 0.7
     vector_weight: float = 1.0

@@ -38,7 +38,7 @@ def memories(client, session_id):
 
 def test_search_fuses_both_legs_and_explains_each_hit(client, session_id, memories):
     body = client.post("/search", json={"query": "cat Tom tuna", "sessionId": session_id, "limit": 3}).json()
-    assert body["ranker"] == "rrf" and body["degraded"] is False and body["warnings"] == []
+    assert body["ranker"] == "weighted" and body["degraded"] is False and body["warnings"] == []
     top = body["hits"][0]
     assert top["source"] == "episodes" and top["id"] == memories["cat"]
     assert top["episode"]["userMessage"] == "My cat Tom loves tuna"
@@ -185,7 +185,7 @@ def test_rankers_lists_every_built_in_with_its_plugin_and_the_default(client):
     rankers = client.get("/rankers").json()
     assert [r["name"] for r in rankers][:6] == ["rrf", "vector", "keyword", "weighted", "recency", "mmr"]
     assert {r["plugin"] for r in rankers} == {"builtin"}
-    assert [r["name"] for r in rankers if r["default"]] == ["rrf"]
+    assert [r["name"] for r in rankers if r["default"]] == ["weighted"]
 
 
 def test_the_example_plugin_is_selectable_per_request_and_by_default(installed_example, make_settings):

@@ -176,8 +176,8 @@ def test_a_single_leg_ranker_breaks_equal_ranks_by_key() -> None:
 # ---- weighted -----------------------------------------------------------------------------------
 
 
-def test_weighted_min_max_normalises_each_leg_before_mixing() -> None:
-    # Vector cosines and BM25 scores live on different scales; after normalisation both span [0, 1].
+def test_weighted_standardises_each_leg_before_mixing() -> None:
+    # Vector cosines and BM25 scores live on different scales; z-scores put both on one.
     hits = WeightedRanker(RankerConfig(weighted_alpha=0.5)).rank(
         request(
             vector_hits=leg(ep(1), ep(2), ep(3), scores=[0.9, 0.7, 0.5]),
@@ -185,13 +185,23 @@ def test_weighted_min_max_normalises_each_leg_before_mixing() -> None:
         )
     )
     scores = {hit.key: hit.score for hit in hits}
-    assert scores[ep(1)] == pytest.approx(0.5 * 1.0)
-    assert scores[ep(2)] == pytest.approx(0.5 * 0.5 + 0.5 * 0.0)
-    assert scores[ep(3)] == pytest.approx(0.5 * 0.0 + 0.5 * 1.0)
+    z_vector = 0.2 / math.sqrt(0.08 / 3)  # mean 0.7, population deviation sqrt(0.08 / 3)
+    assert scores[ep(1)] == pytest.approx(0.5 * z_vector)
+    assert scores[ep(2)] == pytest.approx(0.5 * 0.0 + 0.5 * -1.0)
+    assert scores[ep(3)] == pytest.approx(0.5 * -z_vector + 0.5 * 1.0)
     assert keys(hits) == [ep(1), ep(3), ep(2)]
 
 
-def test_weighted_normalises_a_single_hit_leg_to_one() -> None:
+def test_weighted_counts_a_key_missing_from_a_leg_as_an_average_hit_of_it() -> None:
+    hits = WeightedRanker(RankerConfig(weighted_alpha=0.5)).rank(
+        request(vector_hits=leg(ep(1), ep(2), scores=[0.9, 0.1]), keyword_hits=leg(ep(3), ep(2), scores=[9.0, 1.0]))
+    )
+    scores = {hit.key: hit.score for hit in hits}
+    assert scores[ep(1)] == pytest.approx(0.5) and scores[ep(3)] == pytest.approx(0.5)
+    assert scores[ep(2)] == pytest.approx(-1.0)
+
+
+def test_weighted_scales_a_leg_of_equal_scores_to_one() -> None:
     hits = WeightedRanker(RankerConfig(weighted_alpha=0.25)).rank(
         request(vector_hits=leg(ep(1), scores=[0.3]), keyword_hits=leg(ep(1), scores=[4.0]))
     )
