@@ -46,6 +46,9 @@ def _context(state: State) -> ContextService:
     return state.container.context()
 
 
+# The `_service` suffix is load-bearing: Litestar treats a validation error whose key equals a
+# dependency name as a server fault (500), so a body field such as `episodes` in
+# POST /episodes/batch must never share a name with a dependency.
 DEPENDENCIES = {
     "session_service": Provide(_sessions, sync_to_thread=False),
     "episode_service": Provide(_episodes, sync_to_thread=False),

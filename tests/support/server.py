@@ -113,7 +113,8 @@ class ServiceProcess:
         self.host = host
         self.port = port or free_port(host)
         self._fixed_port = port is not None
-        sqlite_dir = Path(self.env["SQLITE_PATH"]).parent if self.env.get("SQLITE_PATH", ":memory:") != ":memory:" else None
+        sqlite_path = self.env.get("SQLITE_PATH", ":memory:")
+        sqlite_dir = Path(sqlite_path).parent if sqlite_path != ":memory:" else None
         self.cwd = Path(cwd) if cwd else (sqlite_dir or Path(tempfile.mkdtemp(prefix="memory-service-")))
         self.command = list(command or service_command())
         self.startup_timeout = startup_timeout
