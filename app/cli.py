@@ -12,6 +12,7 @@ from typing import Annotated, Optional
 import typer
 
 from app.config import ConfigError, Settings, load_settings
+from domain.errors import DimensionMismatch
 
 cli = typer.Typer(help="NexusAI Memory Service", no_args_is_help=True, add_completion=False)
 
@@ -42,7 +43,10 @@ def _open_stores(container) -> None:
     thread); a Qdrant server client binds to an event loop and is left to the app's lifespan."""
     container.store()
     if container.settings().vector_index == "edge":
-        asyncio.run(container.indexing().ensure_collections())
+        try:
+            asyncio.run(container.indexing().ensure_collections())
+        except DimensionMismatch as exc:
+            raise ConfigError("EMBEDDING_DIM", exc.message) from None
 
 
 @cli.command()

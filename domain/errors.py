@@ -44,3 +44,17 @@ class VectorIndexError(DomainError):
     """The vector index failed or holds a collection incompatible with the configuration."""
 
     code = "vector_index_failed"
+
+
+class DimensionMismatch(VectorIndexError):
+    """A stored collection's vector size differs from the configured one (EMBEDDING_DIM)."""
+
+    code = "dimension_mismatch"
+
+    def __init__(self, collection: str, existing: int, configured: int) -> None:
+        super().__init__(
+            f"vector collection {collection!r} holds vectors of size {existing}, but the configured size "
+            f"(EMBEDDING_DIM) is {configured}; run `memory-service reindex` or set EMBEDDING_DIM={existing}",
+            field="EMBEDDING_DIM",
+        )
+        self.collection, self.existing, self.configured = collection, existing, configured

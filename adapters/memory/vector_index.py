@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from domain.errors import VectorIndexError
+from domain.errors import DimensionMismatch, VectorIndexError
 from domain.vectors import VectorFilter, VectorHit, VectorPoint, normalized
 
 
@@ -36,10 +36,7 @@ class InMemoryVectorIndex:
         if existing is None:
             self._collections[name] = _Collection(dimension)
         elif existing.dimension != dimension:
-            raise VectorIndexError(
-                f"vector collection {name!r} holds vectors of size {existing.dimension}, "
-                f"but the configured size is {dimension}"
-            )
+            raise DimensionMismatch(name, existing.dimension, dimension)
 
     async def upsert(self, collection: str, points: Sequence[VectorPoint]) -> None:
         target = self._collection(collection)

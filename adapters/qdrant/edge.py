@@ -37,7 +37,7 @@ from typing import Any, TypeVar
 
 import qdrant_edge as qe
 
-from domain.errors import VectorIndexError
+from domain.errors import DimensionMismatch, VectorIndexError
 from domain.vectors import (
     CREATED_AT_FIELD,
     SESSION_ID_FIELD,
@@ -221,7 +221,7 @@ class QdrantEdgeIndex:
         if name in self._shards:
             existing = self._persisted_size(shard_path)
             if existing is not None and existing != dimension:
-                raise self._size_mismatch(name, existing, dimension)
+                raise DimensionMismatch(name, existing, dimension)
             return
         try:
             self._path.mkdir(parents=True, exist_ok=True)
@@ -232,7 +232,7 @@ class QdrantEdgeIndex:
         if (shard_path / _CONFIG_FILE).exists():
             existing = self._persisted_size(shard_path)
             if existing is not None and existing != dimension:
-                raise self._size_mismatch(name, existing, dimension)
+                raise DimensionMismatch(name, existing, dimension)
             shard = self._open(lambda: qe.EdgeShard.load(str(shard_path), config), shard_path)
         else:
             shard = self._open(lambda: qe.EdgeShard.create(str(shard_path), config), shard_path)
@@ -284,13 +284,6 @@ class QdrantEdgeIndex:
             return int(config["vectors"][""]["size"])
         except (OSError, ValueError, KeyError, TypeError):
             return None
-
-    @staticmethod
-    def _size_mismatch(name: str, existing: int, configured: int) -> VectorIndexError:
-        return VectorIndexError(
-            f"vector collection {name!r} holds vectors of size {existing}, but the configured size "
-            f"(EMBEDDING_DIM) is {configured}; run `memory-service reindex` or set EMBEDDING_DIM={existing}"
-        )
 
     def _shard(self, name: str) -> qe.EdgeShard:
         shard = self._shards.get(name)

@@ -13,7 +13,7 @@ from typing import Any
 from qdrant_client import AsyncQdrantClient
 from qdrant_client import models as qm
 
-from domain.errors import VectorIndexError
+from domain.errors import DimensionMismatch, VectorIndexError
 from domain.vectors import (
     CREATED_AT_FIELD,
     SESSION_ID_FIELD,
@@ -101,10 +101,7 @@ class QdrantServerIndex:
         except Exception as error:
             raise VectorIndexError(f"Qdrant could not ensure collection {name!r}: {error}") from error
         if existing != dimension:
-            raise VectorIndexError(
-                f"vector collection {name!r} holds vectors of size {existing}, but the configured size "
-                f"(EMBEDDING_DIM) is {dimension}; run `memory-service reindex` or set EMBEDDING_DIM={existing}"
-            )
+            raise DimensionMismatch(name, existing, dimension)
 
     async def upsert(self, collection: str, points: Sequence[VectorPoint]) -> None:
         if not points:
