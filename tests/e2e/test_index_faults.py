@@ -1,0 +1,176 @@
+"""Faults below the API: the vector index unusable at start-up or failing at run time, and the
+database refusing writes (disk full, read-only).
+
+Start-up faults run the real ``memory-service serve``: it must exit with one clear line, not a
+traceback. Run-time faults use the app in-process with a hand-written breakable index (a real
+in-memory index behind a switch) and the real SQLite store, whose writer connection is made to
+fail the way SQLite does when the disk fills (``max_page_count``) or the file is read-only
+(``query_only``: root ignores file modes, so chmod cannot make a file read-only here).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+from dependency_injector import providers
+from litestar.testing import TestClient
+
+from adapters.memory.vector_index import InMemoryVectorIndex
+from app.container import build_container
+from app.main import create_app
+from domain.errors import VectorIndexError
+from domain.vectors import VectorFilter, VectorPoint
+from tests.support.process import integrity_problems, read_only
+from tests.support.server import ServiceProcess, ServiceProcessError, service_env
+
+pytestmark = pytest.mark.e2e
+
+
+# -- start-up ----------------------------------------------------------------------------------
+def _assert_one_line_start_up_failure(env) -> str:
+    server = ServiceProcess(env, startup_timeout=30, cwd=Path(env["SQLITE_PATH"]).parents[1])
+    with pytest.raises(ServiceProcessError):
+        server.start(attempts=1)
+    stderr = server.stderr()
+    assert server.returncode == 1, stderr
+    assert "Traceback" not in stderr, stderr
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("start-up failed: "), stderr
+    return lines[0]
+
+
+def test_an_unwritable_qdrant_path_stops_start_up_with_one_clear_line(tmp_path):
+    (tmp_path / "a-file").write_text("not a directory")
+    line = _assert_one_line_start_up_failure(
+        service_env(tmp_path / "memory.db", {"QDRANT_PATH": str(tmp_path / "a-file" / "shards")}))
+    assert "Qdrant Edge directory" in line
+
+
+def test_a_qdrant_path_locked_by_another_server_stops_start_up_with_one_clear_line(tmp_path):
+    shards = str(tmp_path / "shared.qdrant")
+    with ServiceProcess(service_env(tmp_path / "first.db", {"QDRANT_PATH": shards}), log_dir=tmp_path):
+        line = _assert_one_line_start_up_failure(service_env(tmp_path / "second.db", {"QDRANT_PATH": shards}))
+    assert "locked" in line
+
+
+def test_an_unopenable_database_stops_start_up_with_one_clear_line(tmp_path):
+    (tmp_path / "a-file").write_text("not a directory")
+    _assert_one_line_start_up_failure(service_env(tmp_path / "a-file" / "memory.db"))
+
+
+# -- run time: the vector index ----------------------------------------------------------------
+class BreakableVectorIndex(InMemoryVectorIndex):
+    """The in-memory index, except that every call fails while ``broken`` is set."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.broken = False
+
+    def _fail(self) -> None:
+        if self.broken:
+            raise VectorIndexError("the vector index is unreachable (test switch)")
+
+    async def upsert(self, collection: str, points: Sequence[VectorPoint]) -> None:
+        self._fail()
+        await super().upsert(collection, points)
+
+    async def search(self, collection, vector, limit, filter=None, score_threshold=None):
+        self._fail()
+        return await super().search(collection, vector, limit, filter, score_threshold)
+
+    async def delete(self, collection: str, ids: Sequence[int]) -> None:
+        self._fail()
+        await super().delete(collection, ids)
+
+    async def delete_by_filter(self, collection: str, filter: VectorFilter) -> None:
+        self._fail()
+        await super().delete_by_filter(collection, filter)
+
+    async def health(self) -> str | None:
+        return "unreachable (test switch)" if self.broken else await super().health()
+
+
+def _wait(predicate, what: str, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what} did not happen within {timeout}s")
+        time.sleep(0.05)
+
+
+def test_index_errors_at_run_time_keep_writes_working_and_queue_the_deletes(make_settings):
+    settings = make_settings()
+    container = build_container(settings)
+    index = BreakableVectorIndex()
+    container.vector_index.override(providers.Object(index))
+    with TestClient(create_app(settings, container)) as client:
+        sid = client.post("/sessions", json={"externalId": "index-faults"}).json()["id"]
+        kept = client.post("/episodes", json={"sessionId": sid, "userMessage": "kept mango", "aiResponse": "x"})
+        doomed = client.post("/episodes", json={"sessionId": sid, "userMessage": "doomed mango", "aiResponse": "x"})
+        backlog = lambda: client.get("/health").json()["components"]["embeddingBacklog"]["pending"]
+        _wait(lambda: backlog() == 0, "the first embeddings")
+
+        index.broken = True
+        written = client.post("/episodes", json={"sessionId": sid, "userMessage": "late mango", "aiResponse": "x"})
+        assert written.status_code == 201
+        assert client.delete(f"/episodes/{doomed.json()['id']}").status_code in (200, 204)
+        health = client.get("/health").json()
+        assert health["status"] == "degraded" and health["components"]["vectorIndex"]["status"] == "down"
+        search = client.post("/search", json={"query": "mango"}).json()
+        assert search["degraded"] is True
+        assert {h["id"] for h in search["hits"]} == {kept.json()["id"], written.json()["id"]}
+        assert len(client.get("/episodes/search", params={"q": "mango"}).json()["results"]) == 2
+        with read_only(settings.sqlite_path) as conn:
+            queued = conn.execute("SELECT op, ref_id FROM embedding_outbox ORDER BY id").fetchall()
+        assert ("delete", doomed.json()["id"]) in [tuple(row) for row in queued]
+        assert ("upsert", written.json()["id"]) in [tuple(row) for row in queued]
+
+        index.broken = False
+        _wait(lambda: backlog() == 0, "the backlog draining after the index recovered", timeout=120)
+        ids = {h.id for h in asyncio.run(index.search("episodes", [1.0] * 16, 10))}
+        assert ids == {kept.json()["id"], written.json()["id"]}
+
+
+# -- run time: the database refuses writes -----------------------------------------------------
+def _counts(path: str) -> dict[str, int]:
+    with read_only(path) as conn:
+        return {t: conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
+                for t in ("sessions", "episodes", "embedding_outbox", "episodes_fts_docsize")}
+
+
+@pytest.mark.parametrize("fault,pragma,message", [
+    ("disk full", "PRAGMA max_page_count = {pages}", "disk is full"),
+    ("read-only", "PRAGMA query_only = ON", "read-only"),
+])
+def test_a_database_that_refuses_writes_answers_503_and_writes_nothing(make_settings, fault, pragma, message):
+    settings = make_settings()
+    with TestClient(create_app(settings)) as client:
+        sid = client.post("/sessions", json={"externalId": "storage"}).json()["id"]
+        client.post("/episodes", json={"sessionId": sid, "userMessage": "before", "aiResponse": "x"})
+        database = client.app.state.container.store().database
+        _wait(lambda: _counts(settings.sqlite_path)["embedding_outbox"] == 0, "the first embedding")
+        before = _counts(settings.sqlite_path)
+        pages = database.write_sync(lambda conn: conn.execute("PRAGMA page_count").fetchone()[0])
+        # Both pragmas belong to the writer connection only, so reopening the store undoes them.
+        database.write_sync(lambda conn: conn.execute(pragma.format(pages=pages)).fetchall())
+        big = "words " * 15_000  # far more than the free space left in the last pages
+        single = client.post("/episodes", json={"sessionId": sid, "userMessage": big, "aiResponse": big})
+        batch = client.post("/episodes/batch", json={"episodes": [
+            {"sessionId": sid, "userMessage": f"small {n}", "aiResponse": big} for n in range(10)]})
+        session = client.post("/sessions", json={"externalId": "x" * 400, "metadata": {"pad": big}})
+        for response in (single, batch, session):
+            assert response.status_code == 503, response.text
+            body = response.json()
+            assert body["code"] == "unavailable" and message in body["message"]
+            assert "Traceback" not in response.text and "sqlite" not in response.text.lower()
+        assert client.get("/episodes/search", params={"q": "before"}).status_code == 200
+        assert client.get("/health").json()["components"]["store"]["status"] == "ok"  # reads still work
+    assert _counts(settings.sqlite_path) == before, fault
+    assert integrity_problems(settings.sqlite_path) == []
+    with TestClient(create_app(settings)) as client:
+        after = client.post("/episodes", json={"sessionId": sid, "userMessage": "after", "aiResponse": "x"})
+        assert after.status_code == 201
