@@ -94,7 +94,7 @@ async def collect_stats(settings: Settings) -> dict[str, Any]:
                 vectors[name] = await index.count(name)
             except DomainError as exc:
                 vectors[name] = f"unavailable: {exc.message}"
-        return {"rows": counts, "vectors": vectors,
+        return {"rows": counts, "bytes": await store.sizes(), "vectors": vectors,
                 "backlog": {"pending": backlog.pending, "failing": backlog.failing,
                             "oldest": backlog.oldest_created_at, "lastError": backlog.last_error}}
     finally:

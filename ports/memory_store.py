@@ -190,6 +190,11 @@ class MemoryStore(Protocol):
         """Row counts per table: sessions, episodes, entities, relationships, summaries, embedding_outbox."""
         ...
 
+    async def sizes(self) -> dict[str, int]:
+        """Bytes on disk: ``database`` and each keyword index (``episodes_fts``...); a store
+        without files (in memory) answers ``{}``."""
+        ...
+
     async def health(self) -> str | None:
         """``None`` when the store answers, else a short description of the problem; never raises."""
         ...

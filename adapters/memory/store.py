@@ -306,6 +306,9 @@ class InMemoryMemoryStore:
                 "relationships": len(self.relationships), "summaries": len(self.summaries),
                 "embedding_outbox": len(self.outbox)}
 
+    async def sizes(self) -> dict[str, int]:
+        return {}
+
     async def health(self) -> str | None:
         return None
 

@@ -400,6 +400,18 @@ class SqliteMemoryStore:
 
         return await self._db.read(op)
 
+    async def sizes(self) -> dict[str, int]:
+        def op(conn: sqlite3.Connection) -> dict[str, int]:
+            page = conn.execute("PRAGMA page_size").fetchone()[0]
+            found = {"database": page * conn.execute("PRAGMA page_count").fetchone()[0]}
+            for fts, _table, _mapper in _FTS.values():
+                found[fts] = conn.execute(
+                    "SELECT coalesce(sum(pgsize), 0) FROM dbstat WHERE name LIKE ?", (f"{fts}%",)
+                ).fetchone()[0]
+            return found
+
+        return await self._db.read(op)
+
     async def health(self) -> str | None:
         try:
             await self._db.read(lambda conn: conn.execute("SELECT 1").fetchone())

@@ -437,3 +437,12 @@ async def test_counts_report_rows_per_table(store: MemoryStore) -> None:
 
 async def test_a_working_store_reports_itself_healthy(store: MemoryStore) -> None:
     assert await store.health() is None
+
+
+async def test_sizes_are_non_negative_byte_counts(store):
+    session = await store.create_session("sized", {})
+    await store.add_episodes([NewEpisode(session.id, "words to index", "more words")])
+    sizes = await store.sizes()
+    assert all(isinstance(v, int) and v >= 0 for v in sizes.values())
+    if sizes:  # a store with files names the database and its keyword indexes
+        assert sizes["database"] > 0 and sizes["episodes_fts"] > 0
