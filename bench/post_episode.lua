@@ -1,0 +1,2 @@
+dofile(os.getenv("BENCH_LUA_DIR") .. "/report.lua")
+request = bench_post_episode

@@ -1,0 +1,420 @@
+"""``make bench``: the real server under wrk, against the in-process ceilings, in one run.
+
+    .venv/bin/python bench/run.py [--scales 10k,100k[,1m]] [--duration 10] [--soak-seconds 300]
+
+For each scale: a scratch copy of the bulk-loaded store (bench/load.py, built once), the raw
+ceilings on it (bench/ceiling.py), then ``memory-service serve`` (uvicorn + uvloop + httptools,
+EMBEDDER=hash, the embedding worker on) on 127.0.0.1 and a free port, driven by wrk from its own
+process with the Lua scripts beside this file. Then the embedding-backlog drain against a fake
+Ollama server, one table on stdout and the whole record as JSON under bench/results/.
+A benchmark, never a test: pytest does not collect it, and every loop is bounded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from datetime import UTC, datetime
+from pathlib import Path
+
+import httpx
+
+BENCH = Path(__file__).resolve().parent
+ROOT = BENCH.parent
+sys.path.insert(0, str(ROOT))
+
+import ceiling  # noqa: E402
+import load  # noqa: E402
+
+VENV_BIN = Path(sys.executable).parent
+HOST = "127.0.0.1"
+RESULTS = BENCH / "results"
+PROFILES = BENCH / "data" / "profiles"  # raw py-spy stacks: large, so beside the gitignored stores
+QUERY_COUNT = 2_000
+
+
+def log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+# -- tools ---------------------------------------------------------------------------------------
+def ensure_wrk() -> str:
+    found = shutil.which("wrk")
+    if found:
+        return found
+    log("wrk not found: installing it from Debian's packages")
+    sudo = [] if os.geteuid() == 0 else ["sudo"]
+    subprocess.run([*sudo, "apt-get", "update", "-qq"], check=True)
+    subprocess.run([*sudo, "apt-get", "install", "-y", "-qq", "wrk"], check=True,
+                   env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
+    return shutil.which("wrk") or "/usr/bin/wrk"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind((HOST, 0))
+        return sock.getsockname()[1]
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of ``pid`` so far (all its threads)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def rss_mb(pid: int) -> dict:
+    fields = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        key, _, value = line.partition(":")
+        if key in ("VmRSS", "VmHWM"):
+            fields[key] = round(int(value.split()[0]) / 1024, 1)
+    return {"rss_mb": fields.get("VmRSS"), "peak_rss_mb": fields.get("VmHWM")}
+
+
+# -- the server ----------------------------------------------------------------------------------
+class Server:
+    """``memory-service serve`` in a subprocess; ``startup_s`` is spawn to first answered request."""
+
+    def __init__(self, store_dir: Path, env: dict[str, str], probe_path: str = "/health") -> None:
+        self.port = free_port()
+        self.url = f"http://{HOST}:{self.port}"
+        self._log = open(store_dir / "server.log", "wb")
+        full_env = {
+            **os.environ, "SQLITE_PATH": str(store_dir / "memory.db"), "HOST": HOST, "PORT": str(self.port),
+            "EMBEDDER": "hash", "EMBEDDING_DIM": str(load.DIMENSION), "VECTOR_INDEX": "edge",
+            "LOG_LEVEL": "warning", **env,
+        }
+        started = time.perf_counter()
+        self.proc = subprocess.Popen([str(VENV_BIN / "memory-service"), "serve"], env=full_env, cwd=store_dir,
+                                     stdout=self._log, stderr=subprocess.STDOUT)
+        self.pid = self.proc.pid
+        deadline = started + 60
+        with httpx.Client(timeout=2) as client:
+            while True:
+                if self.proc.poll() is not None:
+                    raise RuntimeError(f"the server exited with {self.proc.returncode}; see {store_dir}/server.log")
+                try:
+                    if client.get(self.url + probe_path).status_code < 500:
+                        break
+                except httpx.TransportError:
+                    pass
+                if time.perf_counter() > deadline:
+                    self.stop()
+                    raise RuntimeError("the server did not answer within 60 s")
+                time.sleep(0.01)
+        self.startup_s = round(time.perf_counter() - started, 3)
+
+    def health(self) -> dict:
+        return httpx.get(self.url + "/health", timeout=10).json()
+
+    def wait_for_backlog(self, limit_s: float) -> float:
+        """Seconds until the embedding backlog is empty (gives up after ``limit_s``)."""
+        started = time.perf_counter()
+        while time.perf_counter() - started < limit_s:
+            if self.health()["components"]["embeddingBacklog"]["pending"] == 0:
+                break
+            time.sleep(0.1)
+        return round(time.perf_counter() - started, 2)
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self._log.close()
+
+
+# -- wrk -----------------------------------------------------------------------------------------
+class Wrk:
+    def __init__(self, binary: str, lua_env: dict[str, str]) -> None:
+        self.binary = binary
+        self.env = {**os.environ, "BENCH_LUA_DIR": str(BENCH), **lua_env}
+
+    def run(self, url: str, script: str, connections: int, seconds: float, server_pid: int | None = None,
+            profile_out: Path | None = None) -> dict:
+        command = [self.binary, "-t1", f"-c{connections}", f"-d{max(1, round(seconds))}s", "--timeout", "10s",
+                   "-s", str(BENCH / script), url]
+        spy = None
+        cpu_before = cpu_seconds(server_pid) if server_pid else 0.0
+        if server_pid is not None and profile_out is not None:
+            spy = subprocess.Popen(
+                [str(VENV_BIN / "py-spy"), "record", "--pid", str(server_pid), "--duration",
+                 str(max(1, round(seconds) - 1)), "--rate", "200", "--threads", "--format", "raw",
+                 "--nonblocking", "-o", str(profile_out)],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        done = subprocess.run(command, env=self.env, capture_output=True, text=True, timeout=seconds + 60)
+        cpu = cpu_seconds(server_pid) - cpu_before if server_pid else None
+        if spy is not None:
+            spy.wait(timeout=60)
+        line = next((ln for ln in done.stdout.splitlines() if ln.startswith("BENCH_RESULT ")), None)
+        if line is None:
+            raise RuntimeError(f"wrk gave no result: {done.stdout}\n{done.stderr}")
+        raw = json.loads(line.removeprefix("BENCH_RESULT "))
+        errors = sum(raw[k] for k in ("connect", "read", "write", "status", "timeout"))
+        return {
+            "connections": connections, "requests": raw["requests"],
+            "req_per_s": round(raw["requests"] / (raw["duration_us"] / 1e6), 1),
+            "p50_ms": raw["p50_us"] / 1e3, "p99_ms": raw["p99_us"] / 1e3, "max_ms": raw["max_us"] / 1e3,
+            "loadavg_1m_after": round(os.getloadavg()[0], 2),
+            "server_cpu_ms_per_req": round(1e3 * cpu / raw["requests"], 3) if cpu and raw["requests"] else None,
+            "errors": errors, "error_detail": {k: raw[k] for k in ("connect", "read", "write", "status", "timeout")},
+        }
+
+
+def summarise_profile(path: Path, top: int = 12) -> dict:
+    """Collapsed py-spy stacks -> share of samples per thread and the hottest leaf frames."""
+    threads: Counter[str] = Counter()
+    leaves: Counter[str] = Counter()
+    total = 0
+    if not path.is_file():
+        return {"error": "py-spy wrote nothing (is ptrace allowed?)"}
+    for line in path.read_text().splitlines():
+        stack, _, count = line.rpartition(" ")
+        if not count.isdigit():
+            continue
+        frames = stack.split(";")
+        n = int(count)
+        total += n
+        threads[frames[0]] += n
+        leaves[frames[-1]] += n
+    share = lambda c: {k: round(100 * v / total, 1) for k, v in c.most_common(top)}  # noqa: E731
+    return {"samples": total, "threads_pct": share(threads), "leaf_frames_pct": share(leaves)}
+
+
+# -- one scale -------------------------------------------------------------------------------------
+def bench_scale(scale: str, wrk_binary: str, args, queries_file: Path, words_file: Path, queries: list[str]) -> dict:
+    manifest = load.ensure_store(scale, log)
+    scratch = load.scratch_copy(scale)
+    db, qdrant = scratch / "memory.db", scratch / "memory.db.qdrant"
+    n, sessions = manifest["episodes"], manifest["sessions"]
+    out: dict = {"scale": scale, "loadavg_1m_before": round(os.getloadavg()[0], 2), "episodes": n,
+                 "sessions": sessions, "dimension": manifest["dimension"],
+                 "load_seconds": manifest["load_seconds"]}
+
+    log(f"[{scale}] ceilings (in-process, single thread)")
+    seconds = max(1.0, args.duration / 2)
+    gen = load.TextGenerator(seed=99)
+    texts = [(gen.sentence(6, 24), gen.sentence(12, 48)) for _ in range(5_000)]
+    out["ceiling"] = {
+        **ceiling.raw_reads(db, n, sessions, queries, seconds),
+        **ceiling.raw_vector_search(qdrant, manifest["dimension"], queries, seconds),
+        "insert": ceiling.raw_insert(db, sessions, texts, seconds),
+        "insert_with_outbox": ceiling.raw_insert_with_outbox(db, sessions, texts, seconds),
+    }
+
+    log(f"[{scale}] starting the server")
+    server = Server(scratch, {}, probe_path="/episodes/1")
+    out["startup_s"] = server.startup_s
+    out["memory"] = {"idle": rss_mb(server.pid)}
+    wrk = Wrk(wrk_binary, {"BENCH_MAX_ID": str(n), "BENCH_SESSIONS": str(sessions),
+                           "BENCH_QUERIES": str(queries_file), "BENCH_WORDS": str(words_file)})
+    rows: dict = {}
+    try:
+        wrk.run(server.url, "mixed.lua", 8, 2)  # warm the caches and connections
+        server.wait_for_backlog(60)
+        plan = [
+            ("GET /episodes/:id", "get_episode.lua", 8),
+            ("GET /sessions/:id/episodes", "session_episodes.lua", 8),
+            ("GET /episodes/search", "keyword_search.lua", 8),
+            ("POST /search", "hybrid_search.lua", 8),
+            ("POST /episodes c1", "post_episode.lua", 1),
+            ("POST /episodes c8", "post_episode.lua", 8),
+            ("POST /episodes c32", "post_episode.lua", 32),
+        ]
+        for name, script, conns in plan:
+            log(f"[{scale}] {name} ({conns} connections, {args.duration:g} s)")
+            rows[name] = wrk.run(server.url, script, conns, args.duration, server.pid)
+            if script == "post_episode.lua":
+                rows[name]["backlog_drain_after_s"] = server.wait_for_backlog(120)
+        out["memory"]["after_rows"] = rss_mb(server.pid)
+        if args.profile:
+            out["profile"] = {}
+            for name, script, conns in [("POST /episodes c32", "post_episode.lua", 32),
+                                        ("GET /episodes/search", "keyword_search.lua", 8),
+                                        ("POST /search", "hybrid_search.lua", 8)]:
+                target = PROFILES / f"{scale}-{script.removesuffix('.lua')}.txt"
+                log(f"[{scale}] py-spy on {name}")
+                measured = wrk.run(server.url, script, conns, args.duration, server.pid, target)
+                out["profile"][name] = {"under_py_spy": measured, **summarise_profile(target)}
+                if script == "post_episode.lua":
+                    server.wait_for_backlog(120)
+        if args.soak_seconds > 0 and scale == args.soak_scale:
+            before = rss_mb(server.pid)
+            log(f"[{scale}] mixed soak, {args.soak_seconds} s")
+            soak = wrk.run(server.url, "mixed.lua", 8, args.soak_seconds, server.pid)
+            server.wait_for_backlog(120)
+            out["soak"] = {**soak, "seconds": args.soak_seconds, "rss_before": before, "rss_after": rss_mb(server.pid)}
+    finally:
+        server.stop()
+    out["rows"] = rows
+    shutil.rmtree(scratch, ignore_errors=True)
+    return out
+
+
+# -- the embedding backlog (issue 3) ---------------------------------------------------------------
+def bench_drain(count: int, profile: bool = False) -> dict:
+    """Drain rate of the worker against a fake Ollama, as a share of that server's own batch rate."""
+    work = load.DATA / "run-drain"
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    port = free_port()
+    fake = subprocess.Popen([sys.executable, "-m", "tests.support.embedding_servers", "ollama", "--port", str(port),
+                             "--dimension", str(load.DIMENSION)], cwd=ROOT, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    fake_url = f"http://{HOST}:{port}"
+    gen = load.TextGenerator(seed=5)
+    episodes = [{"userMessage": gen.sentence(6, 24), "aiResponse": gen.sentence(12, 48)} for _ in range(count)]
+    try:
+        with httpx.Client(timeout=30) as client:
+            for _ in range(500):
+                try:
+                    client.post(fake_url + "/api/embed", json={"model": "m", "input": ["warm"]})
+                    break
+                except httpx.TransportError:
+                    time.sleep(0.02)
+            # The worker sends the same text the indexer builds (user + ai) in batches of 64.
+            texts = [f"{e['userMessage']}\n{e['aiResponse']}" for e in episodes]
+            started = time.perf_counter()
+            sent = 0
+            for start in range(0, len(texts), 64):
+                client.post(fake_url + "/api/embed", json={"model": "nomic-embed-text", "input": texts[start:start + 64]})
+                sent += len(texts[start:start + 64])
+                if time.perf_counter() - started > 30:
+                    break
+            direct = sent / (time.perf_counter() - started)
+        server = Server(work, {"EMBEDDER": "ollama", "OLLAMA_URL": fake_url})
+        try:
+            with httpx.Client(base_url=server.url, timeout=60) as client:
+                session = client.post("/sessions", json={"externalId": "drain"}).json()["id"]
+                spy = None
+                if profile:
+                    spy = subprocess.Popen(
+                        [str(VENV_BIN / "py-spy"), "record", "--pid", str(server.pid), "--duration", "5", "--rate",
+                         "200", "--threads", "--format", "raw", "--nonblocking", "-o",
+                         str(PROFILES / "drain.txt")], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                started = time.perf_counter()
+                for start in range(0, count, 1000):
+                    chunk = [{**e, "sessionId": session} for e in episodes[start:start + 1000]]
+                    client.post("/episodes/batch", json={"episodes": chunk}).raise_for_status()
+                posted = time.perf_counter() - started
+                waited = server.wait_for_backlog(600)
+                elapsed = time.perf_counter() - started
+                pending = server.health()["components"]["embeddingBacklog"]["pending"]
+                if spy is not None:
+                    spy.wait(timeout=60)
+        finally:
+            server.stop()
+    finally:
+        fake.terminate()
+        fake.wait(timeout=10)
+    shutil.rmtree(work, ignore_errors=True)
+    rate = count / elapsed
+    extra = {"profile": summarise_profile(PROFILES / "drain.txt")} if profile else {}
+    return {**extra, "episodes": count, "post_seconds": round(posted, 2), "drain_seconds": round(elapsed, 2),
+            "waited_after_post_s": waited, "pending_at_end": pending, "drain_per_s": round(rate, 1),
+            "embedder_direct_per_s": round(direct, 1), "ratio": round(rate / direct, 3)}
+
+
+# -- the table -------------------------------------------------------------------------------------
+CEILING_OF = {
+    "GET /episodes/:id": "get_episode", "GET /sessions/:id/episodes": "session_episodes",
+    "GET /episodes/search": "fts_query", "POST /episodes c1": "insert", "POST /episodes c8": "insert",
+    "POST /episodes c32": "insert",
+}
+
+
+def hybrid_ceiling(c: dict) -> float:
+    # POST /search embeds the query, runs a top-50 vector search and a top-50 OR keyword query,
+    # then fetches the candidates by id: their raw costs in series (one thread).
+    per_op_ms = sum(c[k]["mean_ms"] for k in ("hash_embed", "edge_search", "fts_recall_top50", "fetch_100_by_id"))
+    return 1000.0 / per_op_ms
+
+
+def table(record: dict) -> str:
+    head = f"{'scale':>5} {'row':<31} {'req/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'errors':>6} {'ceiling/s':>10} {'ratio':>6} {'cpu ms/req':>10}"
+    lines = [head, "-" * len(head)]
+    for s in record["scales"]:
+        c = s["ceiling"]
+        for name, row in s["rows"].items():
+            top = hybrid_ceiling(c) if name == "POST /search" else c[CEILING_OF[name]]["ops_per_s"]
+            row["ceiling_per_s"], row["ratio"] = round(top, 1), round(row["req_per_s"] / top, 3)
+            lines.append(f"{s['scale']:>5} {name:<31} {row['req_per_s']:>9.1f} {row['p50_ms']:>8.2f} "
+                         f"{row['p99_ms']:>8.2f} {row['errors']:>6} {top:>10.1f} {row['ratio']:>6.2f} "
+                         f"{row['server_cpu_ms_per_req'] or 0:>10.3f}")
+        for key, label in (("insert", "insert, 1 tx/row"), ("insert_with_outbox", "insert+outbox, 1 tx"),
+                           ("fts_query", "FTS5 AND top 10"), ("fts_recall_top50", "FTS5 OR top 50"),
+                           ("fetch_100_by_id", "fetch 100 by id"), ("edge_search", "Edge search top 50"),
+                           ("hash_embed", "hash-embed a query")):
+            r = c[key]
+            lines.append(f"{s['scale']:>5} {'  raw ' + label:<31} {r['ops_per_s']:>9.1f} {r['p50_ms']:>8.3f} "
+                         f"{r['p99_ms']:>8.3f} {'':>6} {'':>10} {'':>6}")
+        mem = s["memory"]
+        lines.append(f"{s['scale']:>5} {'  startup to 1st answer':<31} {s['startup_s']:>8.2f}s"
+                     f"   (load average before this scale: {s['loadavg_1m_before']}, {os.cpu_count()} CPUs)")
+        lines.append(f"{s['scale']:>5} {'  RSS idle / after rows':<31} {mem['idle']['rss_mb']:>7.0f}MB "
+                     f"/ {mem['after_rows']['rss_mb']:.0f} MB (peak {mem['after_rows']['peak_rss_mb']:.0f} MB)")
+        if "soak" in s:
+            k = s["soak"]
+            lines.append(f"{s['scale']:>5} {'  soak ' + str(k['seconds']) + ' s mixed c8':<31} {k['req_per_s']:>9.1f} "
+                         f"{k['p50_ms']:>8.2f} {k['p99_ms']:>8.2f} {k['errors']:>6}   RSS {k['rss_before']['rss_mb']:.0f}"
+                         f" -> {k['rss_after']['rss_mb']:.0f} MB")
+    if record.get("drain"):
+        d = record["drain"]
+        lines.append(f"{'-':>5} {'embedding backlog drain':<31} {d['drain_per_s']:>9.1f} {'':>8} {'':>8} "
+                     f"{d['pending_at_end']:>6} {d['embedder_direct_per_s']:>10.1f} {d['ratio']:>6.2f}")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="Benchmark the memory service against its ceilings.")
+    parser.add_argument("--scales", default="10k,100k", help="comma-separated, of 10k,100k,1m (1m is opt-in)")
+    parser.add_argument("--duration", type=float, default=10.0, help="seconds per wrk row")
+    parser.add_argument("--soak-seconds", type=int, default=300, help="mixed soak on --soak-scale (0: none)")
+    parser.add_argument("--soak-scale", default=None, help="default: the largest scale run")
+    parser.add_argument("--drain-episodes", type=int, default=10_000, help="0 skips the backlog-drain row")
+    parser.add_argument("--profile", action="store_true", help="extra rows under py-spy (pip install py-spy)")
+    args = parser.parse_args()
+    scales = [s.strip().lower() for s in args.scales.split(",") if s.strip()]
+    unknown = [s for s in scales if s not in load.SCALES]
+    if unknown:
+        parser.error(f"unknown scale(s) {unknown}; choose from {list(load.SCALES)}")
+    args.soak_scale = args.soak_scale or max(scales, key=load.SCALES.get)
+    wrk_binary = ensure_wrk()
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    PROFILES.mkdir(parents=True, exist_ok=True)
+    gen = load.TextGenerator()
+    queries = gen.queries(QUERY_COUNT)
+    with tempfile.TemporaryDirectory() as tmp:
+        queries_file, words_file = Path(tmp) / "queries.txt", Path(tmp) / "words.txt"
+        queries_file.write_text("\n".join(queries) + "\n")
+        words_file.write_text("\n".join(gen.words[:3000]) + "\n")
+        started = datetime.now(UTC)
+        record = {
+            "command": " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]), "started": started.isoformat(timespec="seconds"),
+            "machine": {"python": platform.python_version(), "platform": platform.platform(), "cpus": os.cpu_count()},
+            "settings": {"duration_s": args.duration, "wrk_threads": 1, "embedder": "hash", "dimension": load.DIMENSION},
+            "scales": [bench_scale(s, wrk_binary, args, queries_file, words_file, queries) for s in scales],
+        }
+    if args.drain_episodes > 0:
+        log("embedding backlog drain against a fake Ollama server")
+        record["drain"] = bench_drain(args.drain_episodes, args.profile)
+    text = table(record)
+    print(text)
+    target = RESULTS / f"{started.strftime('%Y%m%dT%H%M%SZ')}.json"
+    target.write_text(json.dumps(record, indent=2))
+    print(f"\nwritten to {target.relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    main()
