@@ -56,7 +56,7 @@ class Settings:
     log_level: str = "info"
     log_format: str = "text"
     max_body_bytes: int = 1_048_576
-    worker_batch: int = 64
+    worker_batch: int = 256
     worker_enabled: bool = True
 
     @property
@@ -164,6 +164,6 @@ def load_settings(env: Mapping[str, str] | None = None, dotenv: str | Path | Non
         log_level=_choice(env, "LOG_LEVEL", "info", ("debug", "info", "warning", "error", "critical")),
         log_format=_choice(env, "LOG_FORMAT", "text", LOG_FORMATS),
         max_body_bytes=_int(env, "MAX_BODY_BYTES", 1_048_576, 1024),
-        worker_batch=_int(env, "EMBEDDING_BATCH", 64, 1, 4096),
+        worker_batch=_int(env, "EMBEDDING_BATCH", 256, 1, 4096),
         worker_enabled=_bool(env, "EMBEDDING_WORKER", True),
     )

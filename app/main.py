@@ -68,11 +68,11 @@ def create_app(settings: Settings, container: Container | None = None) -> Litest
             await worker.stop()
             await close_container(container)
 
-    def after_response(request: Request) -> None:
+    async def after_response(request: Request) -> None:  # async: a sync hook costs a thread hop
         if request.method != "GET":
             worker.notify()
 
-    def require_api_key(request: Request) -> None:
+    async def require_api_key(request: Request) -> None:
         if settings.memory_api_key is None or request.url.path in OPEN_PATHS:
             return
         header = request.headers.get("authorization", "")

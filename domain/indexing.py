@@ -9,6 +9,7 @@ so the index converges on the store whatever order changes arrived in.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import random
 import time
@@ -30,6 +31,7 @@ log = logging.getLogger("nexusai.indexing")
 BASE_DELAY = 0.5
 MAX_DELAY = 300.0
 LOG_EVERY = 60.0
+EMBED_CONCURRENCY = 4
 
 
 def backoff_delay(attempts: int, rng: Callable[[], float] = random.random) -> float:
@@ -115,16 +117,26 @@ class IndexingService:
         found = {item.id for item in items}
         gone = [i for i in ids if i not in found]
         if items:
-            vectors: list[list[float]] = []
             size = max(1, self._embedder.max_batch)
-            for start in range(0, len(items), size):
-                chunk = items[start:start + size]
-                self.embed_calls += 1
-                try:
-                    vectors.extend(await self._embedder.embed([item.text for item in chunk]))
-                except DomainError:
-                    self.embed_failures += 1
-                    raise
+            chunks = [items[start:start + size] for start in range(0, len(items), size)]
+            # Chunks go to the embedder concurrently (a few at a time): a backend's own batching
+            # leaves it idle between round trips otherwise.
+            gate = asyncio.Semaphore(EMBED_CONCURRENCY)
+
+            async def embed(chunk):
+                async with gate:
+                    self.embed_calls += 1
+                    try:
+                        return await self._embedder.embed([item.text for item in chunk])
+                    except DomainError:
+                        self.embed_failures += 1
+                        raise
+
+            results = await asyncio.gather(*(embed(chunk) for chunk in chunks), return_exceptions=True)
+            for outcome in results:
+                if isinstance(outcome, BaseException):
+                    raise outcome
+            vectors = [vector for chunk_vectors in results for vector in chunk_vectors]
             points = [VectorPoint(item.id, vec, _payload(item)) for item, vec in zip(items, vectors)]
             await self._index.upsert(collection, points)
         if gone:

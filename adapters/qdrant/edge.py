@@ -15,10 +15,11 @@ plain segments (at most that fraction) are still searched exactly.
 
 qdrant-edge-py 0.9's ``optimize()`` holds the GIL while it builds the graph (measured: 8 s for
 20k vectors of 384 floats on 2 cores, the event loop frozen all along). So a shard of more than
-``IN_PROCESS_OPTIMIZE_POINTS`` points is optimized in a child process: the worker thread closes
-the shard, waits for the child (a wait that releases the GIL), and reopens it. Meanwhile calls on
-that collection fail fast with ``VectorIndexError``: searches answer from the keyword leg, and
-the outbox retries writes later, so nothing waits behind the build and nothing is lost.
+``IN_PROCESS_OPTIMIZE_POINTS`` points is optimized in a child process: the engine thread closes
+the shard and starts the child, a watcher thread waits for it, and the engine thread reopens the
+shard afterwards. Meanwhile calls on that collection fail fast with ``VectorIndexError`` (searches
+answer from the keyword leg, the outbox retries writes later), and the other collections keep
+answering: nothing waits behind a build and nothing is lost.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ import logging
 import os
 import subprocess
 import sys
+import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -105,6 +107,7 @@ class QdrantEdgeIndex:
         self._written: dict[str, int] = {}
         self._optimize_queued: set[str] = set()
         self._busy: set[str] = set()  # shards being optimized in a child process
+        self._children: dict[str, subprocess.Popen] = {}
         self._closing = False
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="qdrant-edge")
 
@@ -177,7 +180,13 @@ class QdrantEdgeIndex:
         """
         names = [collection] if collection is not None else list(self._shards)
         for name in names:
+            await self._idle(name)  # a build already running (e.g. queued at start-up) comes first
             await self._run(f"optimize {name!r}", self._optimize_now, name)
+            await self._idle(name)
+
+    async def _idle(self, name: str) -> None:
+        while name in self._busy and not self._closing:
+            await asyncio.sleep(0.05)
 
     async def health(self) -> str | None:
         if self._closing:
@@ -332,32 +341,60 @@ class QdrantEdgeIndex:
 
     def _optimize_now(self, collection: str) -> None:
         shard = self._shard(collection)
-        if shard.info().points_count <= IN_PROCESS_OPTIMIZE_POINTS:
-            shard.optimize()
-        else:
+        if shard.info().points_count > IN_PROCESS_OPTIMIZE_POINTS:
             self._optimize_in_child(collection, shard)
-            shard = self._shard(collection)
+            return
+        shard.optimize()
         self._written[collection] = 0
         self._indexed[collection] = shard.info().points_count
 
     def _optimize_in_child(self, collection: str, shard: qe.EdgeShard) -> None:
+        """Close the shard and start the child; a watcher thread waits for it and then queues the
+        reopen, so the engine thread stays free for the other collections meanwhile."""
         shard_path = self._path / collection
         self._busy.add(collection)
+        shard.flush()
+        shard.close()
+        del self._shards[collection]
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [_ROOT, os.environ.get("PYTHONPATH")])))
         try:
-            shard.flush()
-            shard.close()
-            del self._shards[collection]
-            env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [_ROOT, os.environ.get("PYTHONPATH")])))
-            done = subprocess.run(
+            child = subprocess.Popen(
                 [sys.executable, "-m", "adapters.qdrant.edge_optimize", str(shard_path)],
-                capture_output=True, text=True, timeout=OPTIMIZE_TIMEOUT_SECONDS, env=env, check=False,
+                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env,
             )
-            if done.returncode != 0:
-                tail = (done.stderr or "").strip().splitlines()[-1:] or ["no output"]
-                log.warning("Qdrant Edge optimize of %r failed in its child process: %s", collection, tail[0])
+        except OSError:
+            self._reopen(collection)
+            raise
+        self._children[collection] = child
+        threading.Thread(
+            target=self._await_child, args=(collection, child), name=f"qdrant-edge-build-{collection}", daemon=True
+        ).start()
+
+    def _await_child(self, collection: str, child: subprocess.Popen) -> None:
+        try:
+            _, errors = child.communicate(timeout=OPTIMIZE_TIMEOUT_SECONDS)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            _, errors = child.communicate()
+        if child.returncode != 0 and not self._closing:
+            tail = (errors or "").strip().splitlines()[-1:] or [f"exit status {child.returncode}"]
+            log.warning("Qdrant Edge optimize of %r failed in its child process: %s", collection, tail[0])
+        try:
+            self._executor.submit(self._reopen, collection)
+        except RuntimeError:  # the index was closed meanwhile; the shard stays closed on disk
+            self._busy.discard(collection)
+
+    def _reopen(self, collection: str) -> None:
+        # Whatever the child did, the shard on disk is consistent: a failed build leaves it as it was.
+        self._children.pop(collection, None)
+        try:
+            if not self._closing:
+                shard_path = self._path / collection
+                shard = self._open(lambda: qe.EdgeShard.load(str(shard_path)), shard_path)
+                self._shards[collection] = shard
+                self._written[collection] = 0
+                self._indexed[collection] = shard.info().points_count
         finally:
-            # Reopen whatever happened: a failed build leaves the shard as it was.
-            self._shards[collection] = self._open(lambda: qe.EdgeShard.load(str(shard_path)), shard_path)
             self._busy.discard(collection)
 
     def _probe(self) -> None:
@@ -368,6 +405,15 @@ class QdrantEdgeIndex:
                 raise VectorIndexError(f"Qdrant Edge shard {name!r} does not answer: {error}") from error
 
     def _close_all(self) -> None:
+        # A build still running would keep its shard locked after we exit: stop it (the shard on
+        # disk stays as it was before the build) and let the next start build again.
+        for child in list(self._children.values()):
+            child.terminate()
+            try:
+                child.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                child.kill()
+                child.wait()
         failures = []
         for name, shard in self._shards.items():
             try:

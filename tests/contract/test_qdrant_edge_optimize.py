@@ -30,13 +30,13 @@ async def test_a_large_shard_is_optimized_in_a_child_process_and_keeps_its_point
         data = points(300)
         await index.upsert("episodes", data)
         children: list[list[str]] = []
-        real_run = edge.subprocess.run
+        real_popen = edge.subprocess.Popen
 
         def spy(args, **kwargs):
             children.append(list(args))
-            return real_run(args, **kwargs)
+            return real_popen(args, **kwargs)
 
-        monkeypatch.setattr(edge.subprocess, "run", spy)
+        monkeypatch.setattr(edge.subprocess, "Popen", spy)
         await index.optimize("episodes")
         assert children and children[0][1:3] == ["-m", "adapters.qdrant.edge_optimize"]
         assert await index.count("episodes") == 300
@@ -48,7 +48,7 @@ async def test_a_large_shard_is_optimized_in_a_child_process_and_keeps_its_point
         await index.close()
 
 
-async def test_calls_on_a_collection_being_optimized_fail_fast_instead_of_waiting(tmp_path, monkeypatch):
+async def test_a_collection_being_optimized_fails_fast_and_the_others_keep_answering(tmp_path, monkeypatch):
     monkeypatch.setattr(edge, "IN_PROCESS_OPTIMIZE_POINTS", 10)
     index = QdrantEdgeIndex(tmp_path / "vectors", optimize_every=10**9)
     try:
@@ -56,13 +56,13 @@ async def test_calls_on_a_collection_being_optimized_fail_fast_instead_of_waitin
         await index.ensure_collection("entities", DIM)
         await index.upsert("episodes", points(300))
         gate = threading.Event()
-        real_run = edge.subprocess.run
+        real_wait = QdrantEdgeIndex._await_child
 
-        def held_child(args, **kwargs):
+        def held(self, collection, child):
             gate.wait(30)  # the build stays "in progress" until the test has looked
-            return real_run(args, **kwargs)
+            return real_wait(self, collection, child)
 
-        monkeypatch.setattr(edge.subprocess, "run", held_child)
+        monkeypatch.setattr(QdrantEdgeIndex, "_await_child", held)
         building = asyncio.ensure_future(index.optimize("episodes"))
         for _ in range(3000):
             if "episodes" in index._busy:
@@ -71,10 +71,31 @@ async def test_calls_on_a_collection_being_optimized_fail_fast_instead_of_waitin
         try:
             with pytest.raises(VectorIndexError, match="re-indexed"):
                 await index.search("episodes", [0.1] * DIM, 3)
-            assert await index.count("entities") == 0  # other collections are not blocked... once free
+            # The engine thread is free meanwhile: other collections answer at once.
+            assert await index.count("entities") == 0
+            await index.upsert("entities", points(3))
         finally:
             gate.set()
         await building
         assert len(await index.search("episodes", [0.1] * DIM, 3)) == 3
+        assert await index.count("episodes") == 300 and await index.count("entities") == 3
     finally:
         await index.close()
+
+
+async def test_closing_during_a_build_stops_the_child_and_the_shard_reopens_next_time(tmp_path, monkeypatch):
+    monkeypatch.setattr(edge, "IN_PROCESS_OPTIMIZE_POINTS", 10)
+    index = QdrantEdgeIndex(tmp_path / "vectors", optimize_every=10**9)
+    await index.ensure_collection("episodes", DIM)
+    await index.upsert("episodes", points(300))
+    await index._run("optimize", index._optimize_now, "episodes")
+    children = list(index._children.values())
+    await index.close()
+    assert all(child.poll() is not None for child in children)
+    reopened = QdrantEdgeIndex(tmp_path / "vectors", optimize_every=10**9)
+    try:
+        await reopened.ensure_collection("episodes", DIM)
+        await reopened.optimize("episodes")
+        assert await reopened.count("episodes") == 300
+    finally:
+        await reopened.close()
