@@ -85,3 +85,24 @@ def _down(embedder: _Embeds, reason: str) -> EmbedderStatus:
     return EmbedderStatus(
         reachable=False, model=embedder.model, dimension=embedder.dimension, error=one_line
     )
+
+
+class EmbedderFacts:
+    """The read-only facts of the ``Embedder`` port, from the ``_model``, ``_dimension`` and
+    ``_max_batch`` an adapter sets in its constructor."""
+
+    _model: str
+    _dimension: int
+    _max_batch: int
+
+    @property
+    def model(self) -> str:
+        return self._model
+
+    @property
+    def dimension(self) -> int:
+        return self._dimension
+
+    @property
+    def max_batch(self) -> int:
+        return self._max_batch

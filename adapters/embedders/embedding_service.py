@@ -14,7 +14,12 @@ from collections.abc import Sequence
 
 import httpx
 
-from adapters.embedders.common import batches, probe_by_embedding, validated_vectors
+from adapters.embedders.common import (
+    EmbedderFacts,
+    batches,
+    probe_by_embedding,
+    validated_vectors,
+)
 from adapters.embedders.http import JsonAnswer, field, ok_payload, post_json
 from ports.embedder import EmbedderStatus
 
@@ -22,7 +27,7 @@ from ports.embedder import EmbedderStatus
 _BATCH_REJECTED = frozenset({400, 404, 422})
 
 
-class EmbeddingServiceEmbedder:
+class EmbeddingServiceEmbedder(EmbedderFacts):
     def __init__(
         self,
         base_url: str,
@@ -40,18 +45,6 @@ class EmbeddingServiceEmbedder:
         self._max_concurrency = max_concurrency
         # None until the service has shown whether it takes {"texts": [...]}.
         self.supports_batch: bool | None = None
-
-    @property
-    def model(self) -> str:
-        return self._model
-
-    @property
-    def dimension(self) -> int:
-        return self._dimension
-
-    @property
-    def max_batch(self) -> int:
-        return self._max_batch
 
     @property
     def url(self) -> str:

@@ -17,6 +17,7 @@ import re
 from collections.abc import Sequence
 from functools import lru_cache
 
+from adapters.embedders.common import EmbedderFacts
 from ports.embedder import EmbedderStatus
 
 # Up to this many texts (a search query, a small batch) are hashed inline: cheaper than a thread.
@@ -69,7 +70,7 @@ def _slot(feature: str, dimension: int) -> tuple[int, float]:
     return digest % dimension, (1.0 if digest >> 63 else -1.0)
 
 
-class HashEmbedder:
+class HashEmbedder(EmbedderFacts):
     """Feature-hashing embedder (see the module docstring); in-process, never fails."""
 
     def __init__(self, dimension: int, model: str = "hash", max_batch: int = 256) -> None:
@@ -78,18 +79,6 @@ class HashEmbedder:
         self._dimension = dimension
         self._model = model
         self._max_batch = max_batch
-
-    @property
-    def model(self) -> str:
-        return self._model
-
-    @property
-    def dimension(self) -> int:
-        return self._dimension
-
-    @property
-    def max_batch(self) -> int:
-        return self._max_batch
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
         if len(texts) <= _INLINE_BATCH:

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from adapters.embedders.common import batches, probe_by_embedding, validated_vectors
+from adapters.embedders.common import EmbedderFacts, batches, probe_by_embedding, validated_vectors
 from domain.errors import EmbeddingError
 from ports.embedder import EmbedderStatus
 
@@ -51,7 +51,7 @@ def resolve_model_path(model_name_or_path: str) -> str:
     return str(package.get_model_path())
 
 
-class LocalEmbedder:
+class LocalEmbedder(EmbedderFacts):
     def __init__(
         self,
         model_name_or_path: str,
@@ -59,7 +59,7 @@ class LocalEmbedder:
         device: str = "cpu",
         max_batch: int = 32,
     ) -> None:
-        self._name = model_name_or_path
+        self._model = model_name_or_path
         self._dimension = dimension
         self._device = device
         self._max_batch = max_batch
@@ -70,18 +70,6 @@ class LocalEmbedder:
         # A threading lock, not an asyncio one: loading and encoding happen in worker threads,
         # and the embedder may outlive one event loop (tests, the CLI).
         self._lock = threading.Lock()
-
-    @property
-    def model(self) -> str:
-        return self._name
-
-    @property
-    def dimension(self) -> int:
-        return self._dimension
-
-    @property
-    def max_batch(self) -> int:
-        return self._max_batch
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
         if not texts:
@@ -94,7 +82,7 @@ class LocalEmbedder:
                     raw,
                     expected_count=len(batch),
                     dimension=self._dimension,
-                    source=f"local model {self._name!r}",
+                    source=f"local model {self._model!r}",
                 )
             )
         return vectors
@@ -120,7 +108,7 @@ class LocalEmbedder:
                 )
             except Exception as error:  # torch raises many types; the port promises one
                 raise EmbeddingError(
-                    f"local model {self._name!r} failed to encode: {type(error).__name__}: {error}"
+                    f"local model {self._model!r} failed to encode: {type(error).__name__}: {error}"
                 ) from error
         return array.tolist()
 
@@ -137,7 +125,7 @@ class LocalEmbedder:
         return self._model
 
     def _load(self) -> Any:
-        path = resolve_model_path(self._name)
+        path = resolve_model_path(self._model)
         try:
             from sentence_transformers import SentenceTransformer
         except ImportError as error:
@@ -148,13 +136,13 @@ class LocalEmbedder:
             model = SentenceTransformer(path, device=self._device, local_files_only=True)
         except Exception as error:  # OSError, ValueError, torch errors: all mean "cannot load"
             raise EmbeddingError(
-                f"cannot load local model {self._name!r} from {path!r} (no hub downloads are "
+                f"cannot load local model {self._model!r} from {path!r} (no hub downloads are "
                 f"made; give a directory or a packaged model): {type(error).__name__}: {error}"
             ) from error
         actual = _model_dimension(model)
         if actual is not None and actual != self._dimension:
             raise EmbeddingError(
-                f"local model {self._name!r} makes {actual}-d vectors but EMBEDDING_DIM is "
+                f"local model {self._model!r} makes {actual}-d vectors but EMBEDDING_DIM is "
                 f"{self._dimension}"
             )
         return model

@@ -13,12 +13,17 @@ from collections.abc import Sequence
 
 import httpx
 
-from adapters.embedders.common import batches, probe_by_embedding, validated_vectors
+from adapters.embedders.common import (
+    EmbedderFacts,
+    batches,
+    probe_by_embedding,
+    validated_vectors,
+)
 from adapters.embedders.http import field, ok_payload, post_json
 from ports.embedder import EmbedderStatus
 
 
-class OllamaEmbedder:
+class OllamaEmbedder(EmbedderFacts):
     def __init__(
         self,
         base_url: str,
@@ -32,18 +37,6 @@ class OllamaEmbedder:
         self._client = client
         self._model = model
         self._max_batch = max_batch
-
-    @property
-    def model(self) -> str:
-        return self._model
-
-    @property
-    def dimension(self) -> int:
-        return self._dimension
-
-    @property
-    def max_batch(self) -> int:
-        return self._max_batch
 
     @property
     def url(self) -> str:

@@ -14,7 +14,12 @@ from collections.abc import Sequence
 
 import httpx
 
-from adapters.embedders.common import batches, probe_by_embedding, validated_vectors
+from adapters.embedders.common import (
+    EmbedderFacts,
+    batches,
+    probe_by_embedding,
+    validated_vectors,
+)
 from adapters.embedders.http import field, ok_payload, post_json
 from domain.errors import EmbeddingError
 from ports.embedder import EmbedderStatus
@@ -26,7 +31,7 @@ def embeddings_url(base_url: str) -> str:
     return base + ("/embeddings" if base.endswith("/v1") else "/v1/embeddings")
 
 
-class OpenAIEmbedder:
+class OpenAIEmbedder(EmbedderFacts):
     def __init__(
         self,
         base_url: str,
@@ -42,18 +47,6 @@ class OpenAIEmbedder:
         self._client = client
         self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else None
         self._max_batch = max_batch
-
-    @property
-    def model(self) -> str:
-        return self._model
-
-    @property
-    def dimension(self) -> int:
-        return self._dimension
-
-    @property
-    def max_batch(self) -> int:
-        return self._max_batch
 
     @property
     def url(self) -> str:

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from adapters.embedders.common import EmbedderFacts
 from adapters.embedders.hashing import hash_vector
 from domain.errors import EmbeddingError
 from ports.embedder import EmbedderStatus
 
 
-class FakeEmbedder:
+class FakeEmbedder(EmbedderFacts):
     def __init__(self, dimension: int = 8, model: str = "fake", max_batch: int = 16) -> None:
         self._dimension = dimension
         self._model = model
@@ -24,18 +25,6 @@ class FakeEmbedder:
         self.embedded: list[str] = []
         # When set, every embed raises it and probe reports unreachable.
         self.fail_with: Exception | None = None
-
-    @property
-    def model(self) -> str:
-        return self._model
-
-    @property
-    def dimension(self) -> int:
-        return self._dimension
-
-    @property
-    def max_batch(self) -> int:
-        return self._max_batch
 
     def go_down(self, error: Exception | None = None) -> None:
         """Fail every call from now on, with ``error`` or an ``EmbeddingError``."""
