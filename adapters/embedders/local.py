@@ -16,7 +16,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from adapters.embedders.common import EmbedderFacts, batches, probe_by_embedding, validated_vectors
+from adapters.embedders.common import (
+    EmbedderFacts,
+    batches,
+    probe_by_embedding,
+    validated_vectors,
+)
 from domain.errors import EmbeddingError
 from ports.embedder import EmbedderStatus
 
@@ -63,7 +68,7 @@ class LocalEmbedder(EmbedderFacts):
         self._dimension = dimension
         self._device = device
         self._max_batch = max_batch
-        self._model: Any = None
+        self._st_model: Any = None
         # A model that failed to load will not load on retry (bad path, wrong dimension), and a
         # retry costs seconds of CPU: remember the failure.
         self._load_error: EmbeddingError | None = None
@@ -92,7 +97,7 @@ class LocalEmbedder(EmbedderFacts):
 
     async def aclose(self) -> None:
         with self._lock:
-            self._model = None
+            self._st_model = None
             self._load_error = None
 
     def _encode(self, texts: list[str]) -> list[list[float]]:
@@ -113,16 +118,16 @@ class LocalEmbedder(EmbedderFacts):
         return array.tolist()
 
     def _loaded(self) -> Any:
-        if self._model is not None:
-            return self._model
+        if self._st_model is not None:
+            return self._st_model
         if self._load_error is not None:
             raise self._load_error
         try:
-            self._model = self._load()
+            self._st_model = self._load()
         except EmbeddingError as error:
             self._load_error = error
             raise
-        return self._model
+        return self._st_model
 
     def _load(self) -> Any:
         path = resolve_model_path(self._model)
