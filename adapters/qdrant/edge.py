@@ -114,6 +114,12 @@ class QdrantEdgeIndex:
     # ---- port ----------------------------------------------------------------------------------
 
     async def ensure_collection(self, name: str, dimension: int) -> None:
+        if name in self._busy:
+            # Being built in a child process, so it exists: check its size from its config file.
+            existing = self._persisted_size(self._path / name)
+            if existing is not None and existing != dimension:
+                raise DimensionMismatch(name, existing, dimension)
+            return
         await self._run(f"open collection {name!r}", self._ensure, name, dimension)
 
     async def upsert(self, collection: str, points: Sequence[VectorPoint]) -> None:
@@ -255,9 +261,12 @@ class QdrantEdgeIndex:
             )
         self._shards[name] = shard
         self._written[name] = 0
-        self._indexed[name] = 0
-        # Points written before a crash may still sit in plain segments: index them now.
-        self._queue_optimize(name)
+        info = shard.info()
+        self._indexed[name] = info.indexed_vectors_count
+        # Points written before a crash may still sit in plain segments: index them now, but only
+        # when there are enough of them to be worth a build (a start-up must not rebuild for nothing).
+        if info.points_count - info.indexed_vectors_count >= self._optimize_every:
+            self._queue_optimize(name)
 
     def _config(self, dimension: int) -> qe.EdgeConfig:
         return qe.EdgeConfig(

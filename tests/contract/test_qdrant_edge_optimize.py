@@ -10,7 +10,7 @@ import pytest
 
 import adapters.qdrant.edge as edge
 from adapters.qdrant.edge import QdrantEdgeIndex
-from domain.errors import VectorIndexError
+from domain.errors import DimensionMismatch, VectorIndexError
 from domain.vectors import VectorPoint, normalized
 
 DIM = 16
@@ -71,6 +71,10 @@ async def test_a_collection_being_optimized_fails_fast_and_the_others_keep_answe
         try:
             with pytest.raises(VectorIndexError, match="re-indexed"):
                 await index.search("episodes", [0.1] * DIM, 3)
+            # Start-up may ensure the collection mid-build: it exists, and its size is still checked.
+            await index.ensure_collection("episodes", DIM)
+            with pytest.raises(DimensionMismatch):
+                await index.ensure_collection("episodes", DIM + 1)
             # The engine thread is free meanwhile: other collections answer at once.
             assert await index.count("entities") == 0
             await index.upsert("entities", points(3))
