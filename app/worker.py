@@ -25,7 +25,6 @@ class EmbeddingWorker:
         self._wake = asyncio.Event()
         self._stopping = False
         self._task: asyncio.Task | None = None
-        self.passes = 0
 
     def start(self) -> None:
         if self._task is None:
@@ -42,20 +41,10 @@ class EmbeddingWorker:
                 await self._task
             self._task = None
 
-    async def drain(self, max_passes: int = 10_000) -> None:
-        """Run passes until nothing is due (tests and the reindex command use this)."""
-        for _ in range(max_passes):
-            result = await self._indexing.run_once(self._batch)
-            if not result.done and not result.deferred:
-                return
-            if result.deferred and not result.done:
-                return
-
     async def _run(self) -> None:
         while not self._stopping:
             try:
                 result = await self._indexing.run_once(self._batch)
-                self.passes += 1
             except Exception:  # the store itself failed; keep the worker alive and try again
                 log.exception("embedding worker pass failed")
                 result = None
