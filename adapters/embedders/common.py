@@ -88,8 +88,9 @@ def _down(embedder: _Embeds, reason: str) -> EmbedderStatus:
 
 
 class EmbedderFacts:
-    """The read-only facts of the ``Embedder`` port, from the ``_model``, ``_dimension`` and
-    ``_max_batch`` an adapter sets in its constructor."""
+    """What every embedder shares: the read-only facts of the ``Embedder`` port (from the
+    ``_model``, ``_dimension`` and ``_max_batch`` an adapter sets in its constructor), the
+    default probe and a no-op close."""
 
     _model: str
     _dimension: int
@@ -106,3 +107,11 @@ class EmbedderFacts:
     @property
     def max_batch(self) -> int:
         return self._max_batch
+
+    async def probe(self) -> EmbedderStatus:
+        """One real embedding of a short text (adapters with a cheaper check override this)."""
+        return await probe_by_embedding(self)  # type: ignore[arg-type]
+
+    async def aclose(self) -> None:
+        """Nothing to release: HTTP embedders borrow the container's client."""
+        return None

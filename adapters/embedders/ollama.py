@@ -16,11 +16,9 @@ import httpx
 from adapters.embedders.common import (
     EmbedderFacts,
     batches,
-    probe_by_embedding,
     validated_vectors,
 )
 from adapters.embedders.http import field, ok_payload, post_json
-from ports.embedder import EmbedderStatus
 
 
 class OllamaEmbedder(EmbedderFacts):
@@ -57,9 +55,3 @@ class OllamaEmbedder(EmbedderFacts):
                 )
             )
         return vectors
-
-    async def probe(self) -> EmbedderStatus:
-        return await probe_by_embedding(self)
-
-    async def aclose(self) -> None:
-        return None

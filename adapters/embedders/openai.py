@@ -17,12 +17,10 @@ import httpx
 from adapters.embedders.common import (
     EmbedderFacts,
     batches,
-    probe_by_embedding,
     validated_vectors,
 )
 from adapters.embedders.http import field, ok_payload, post_json
 from domain.errors import EmbeddingError
-from ports.embedder import EmbedderStatus
 
 
 def embeddings_url(base_url: str) -> str:
@@ -68,11 +66,6 @@ class OpenAIEmbedder(EmbedderFacts):
             )
         return vectors
 
-    async def probe(self) -> EmbedderStatus:
-        return await probe_by_embedding(self)
-
-    async def aclose(self) -> None:
-        return None
 
     def _in_index_order(self, data: object, count: int) -> list[object]:
         if not isinstance(data, list) or len(data) != count:

@@ -51,6 +51,3 @@ class FakeEmbedder(EmbedderFacts):
                 error=str(self.fail_with) or type(self.fail_with).__name__,
             )
         return EmbedderStatus(reachable=True, model=self._model, dimension=self._dimension)
-
-    async def aclose(self) -> None:
-        return None
