@@ -55,7 +55,7 @@ def test_embed_calls_and_vector_counts_follow_the_worker(make_settings):
         sid = client.post("/sessions", json={"externalId": "w"}).json()["id"]
         client.post("/episodes", json={"sessionId": sid, "userMessage": "the worker", "aiResponse": "embeds"})
         with client.portal() as portal:
-            portal.call(app.state.worker.drain)
+            portal.call(app.state.container.indexing().run_once)
         samples = _scrape(client)
     assert samples[("memory_embed_calls_total", ())] >= 1
     assert samples[("memory_embed_failures_total", ())] == 0
