@@ -12,7 +12,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from app.plugins import ranker_options
+from domain.ranking import RankerConfig
 from domain.vectors import DEFAULT_DIMENSION
+
+# The rankers' tuned defaults live in RankerConfig alone; settings only let the environment override them.
+_RANKING = RankerConfig()
 
 EMBEDDERS = ("embedding-service", "ollama", "openai", "local", "hash", "fake")
 VECTOR_INDEXES = ("edge", "server", "memory")
@@ -46,12 +50,12 @@ class Settings:
     embedding_timeout: float = 30.0
     memory_api_key: str | None = None
     default_ranker: str = "weighted"
-    rrf_k: int = 5
-    vector_weight: float = 1.0
-    keyword_weight: float = 3.0
-    weighted_alpha: float = 0.3
-    recency_half_life_days: float = 30.0
-    mmr_lambda: float = 0.7
+    rrf_k: int = _RANKING.rrf_k
+    vector_weight: float = _RANKING.vector_weight
+    keyword_weight: float = _RANKING.keyword_weight
+    weighted_alpha: float = _RANKING.weighted_alpha
+    recency_half_life_days: float = _RANKING.recency_half_life_days
+    mmr_lambda: float = _RANKING.mmr_lambda
     ranker_options: Mapping[str, str] = field(default_factory=dict)
     log_level: str = "info"
     log_format: str = "text"
@@ -154,12 +158,12 @@ def load_settings(env: Mapping[str, str] | None = None, dotenv: str | Path | Non
         embedding_timeout=_float(env, "EMBEDDING_TIMEOUT", 30.0, 0.01),
         memory_api_key=env.get("MEMORY_API_KEY") or None,
         default_ranker=(env.get("DEFAULT_RANKER") or "weighted").strip(),
-        rrf_k=_int(env, "RRF_K", 5, 0, 100000),
-        vector_weight=_float(env, "RRF_VECTOR_WEIGHT", 1.0),
-        keyword_weight=_float(env, "RRF_KEYWORD_WEIGHT", 3.0),
-        weighted_alpha=_float(env, "WEIGHTED_ALPHA", 0.3),
-        recency_half_life_days=_float(env, "RECENCY_HALF_LIFE_DAYS", 30.0, 0.001),
-        mmr_lambda=_float(env, "MMR_LAMBDA", 0.7),
+        rrf_k=_int(env, "RRF_K", _RANKING.rrf_k, 0, 100000),
+        vector_weight=_float(env, "RRF_VECTOR_WEIGHT", _RANKING.vector_weight),
+        keyword_weight=_float(env, "RRF_KEYWORD_WEIGHT", _RANKING.keyword_weight),
+        weighted_alpha=_float(env, "WEIGHTED_ALPHA", _RANKING.weighted_alpha),
+        recency_half_life_days=_float(env, "RECENCY_HALF_LIFE_DAYS", _RANKING.recency_half_life_days, 0.001),
+        mmr_lambda=_float(env, "MMR_LAMBDA", _RANKING.mmr_lambda),
         ranker_options=ranker_options(env),
         log_level=_choice(env, "LOG_LEVEL", "info", ("debug", "info", "warning", "error", "critical")),
         log_format=_choice(env, "LOG_FORMAT", "text", LOG_FORMATS),

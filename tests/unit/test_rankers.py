@@ -70,7 +70,7 @@ def keys(hits: Sequence[RankedHit]) -> list[Key]:
 
 
 def test_rrf_sums_one_over_k_plus_rank_across_legs() -> None:
-    hits = RrfRanker(RankerConfig(rrf_k=60)).rank(
+    hits = RrfRanker(RankerConfig(rrf_k=60, keyword_weight=1.0)).rank(
         request(vector_hits=leg(ep(1), ep(2)), keyword_hits=leg(ep(2), ep(3)))
     )
     assert keys(hits) == [ep(2), ep(1), ep(3)]
@@ -101,8 +101,8 @@ def test_a_leg_weighted_zero_brings_no_candidates() -> None:
 
 
 def test_rrf_breaks_equal_scores_by_key() -> None:
-    # ep(5) is first in one leg and ep(3) first in the other: equal fused scores.
-    hits = RrfRanker(RankerConfig()).rank(
+    # ep(5) is first in one leg and ep(3) first in the other: equal fused scores (equal leg weights).
+    hits = RrfRanker(RankerConfig(keyword_weight=1.0)).rank(
         request(vector_hits=leg(ep(5), ep(3)), keyword_hits=leg(ep(3), ep(5)))
     )
     assert keys(hits) == [ep(3), ep(5)]
