@@ -22,6 +22,7 @@ EMBEDDERS = ("embedding-service", "ollama", "openai", "local", "hash", "fake")
 VECTOR_INDEXES = ("edge", "server", "memory")
 STORES = ("sqlite", "memory")
 LOG_FORMATS = ("text", "json")
+SYNCHRONOUS = ("full", "normal")
 
 
 class ConfigError(ValueError):
@@ -62,6 +63,13 @@ class Settings:
     max_body_bytes: int = 1_048_576
     worker_batch: int = 256
     worker_enabled: bool = True
+    # Hardening (issue 11): durability, admission control, CORS, dead letters, health checks.
+    sqlite_synchronous: str = "full"
+    max_in_flight: int = 64
+    cors_origins: tuple[str, ...] = ()
+    embedding_max_attempts: int = 5
+    health_interval: float = 5.0
+    min_free_disk_bytes: int = 100 * 1024 * 1024
 
     @property
     def resolved_qdrant_path(self) -> str:
@@ -170,4 +178,18 @@ def load_settings(env: Mapping[str, str] | None = None, dotenv: str | Path | Non
         max_body_bytes=_int(env, "MAX_BODY_BYTES", 1_048_576, 1024),
         worker_batch=_int(env, "EMBEDDING_BATCH", 256, 1, 4096),
         worker_enabled=_bool(env, "EMBEDDING_WORKER", True),
+        sqlite_synchronous=_choice(env, "SQLITE_SYNCHRONOUS", "full", SYNCHRONOUS),
+        max_in_flight=_int(env, "MAX_IN_FLIGHT", 64, 0, 100_000),
+        cors_origins=_origins(env.get("CORS_ORIGINS") or ""),
+        embedding_max_attempts=_int(env, "EMBEDDING_MAX_ATTEMPTS", 5, 1, 1000),
+        health_interval=_float(env, "HEALTH_INTERVAL", 5.0, 0.05),
+        min_free_disk_bytes=_int(env, "MIN_FREE_DISK_MB", 100, 0, 2**31) * 1024 * 1024,
     )
+
+
+def _origins(raw: str) -> tuple[str, ...]:
+    origins = tuple(o.strip().rstrip("/") for o in raw.split(",") if o.strip())
+    for origin in origins:
+        if origin != "*" and not origin.startswith(("http://", "https://")):
+            raise ConfigError("CORS_ORIGINS", f"origins are '*' or start with http:// or https://, got {origin!r}")
+    return origins

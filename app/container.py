@@ -64,7 +64,8 @@ class Container(containers.DeclarativeContainer):
 
     store = providers.Selector(
         providers.Callable(_setting("store"), settings),
-        sqlite=providers.Singleton(SqliteMemoryStore.open, providers.Callable(_setting("sqlite_path"), settings)),
+        sqlite=providers.Singleton(SqliteMemoryStore.open, providers.Callable(_setting("sqlite_path"), settings),
+                                   providers.Callable(_setting("sqlite_synchronous"), settings)),
         memory=providers.Singleton(InMemoryMemoryStore),
     )
 
@@ -109,7 +110,8 @@ class Container(containers.DeclarativeContainer):
     episodes = providers.Singleton(EpisodeService, store)
     entities = providers.Singleton(EntityService, store)
     summaries = providers.Singleton(SummaryService, store)
-    indexing = providers.Singleton(IndexingService, store, vector_index, embedder)
+    indexing = providers.Singleton(IndexingService, store, vector_index, embedder,
+                                   max_attempts=providers.Callable(_setting("embedding_max_attempts"), settings))
     search = providers.Singleton(
         SearchService, store, vector_index, embedder, rankers,
         providers.Callable(_setting("default_ranker"), settings),

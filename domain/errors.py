@@ -35,9 +35,17 @@ class Unavailable(DomainError):
 
 
 class EmbeddingError(DomainError):
-    """An embedder failed: unreachable, timed out, answered an error or a malformed body."""
+    """An embedder failed: unreachable, timed out, answered an error or a malformed body.
+
+    ``permanent`` means the embedder refused this input itself (e.g. HTTP 400 for a text over its
+    context length): retrying the same texts cannot succeed, so the outbox isolates and gives up
+    on them instead of retrying them with the rest."""
 
     code = "embedding_failed"
+
+    def __init__(self, message: str, *, field: str | None = None, permanent: bool = False) -> None:
+        super().__init__(message, field=field)
+        self.permanent = permanent
 
 
 class VectorIndexError(DomainError):

@@ -3,6 +3,12 @@
 One pass takes the due jobs, embeds the records they name (in the embedder's batch size), writes
 the points, applies deletes, and completes the jobs that succeeded. A failed step defers its jobs
 with exponential backoff and jitter; nothing is dropped, so an outage only delays vectors.
+
+A failed upsert group is told apart as an outage or a poison record: when the embedder refused
+the input itself (a permanent error) or still answers its probe, the group is split in halves and
+each half retried at once, down to single records, so the good records are indexed in the same
+pass. A record that fails on its own is deferred, and after ``max_attempts`` such failures it
+becomes a dead letter (kept, listed, retried only on request). An outage never kills a job.
 Upserts run before deletes within a pass, and a job whose record has vanished deletes its point,
 so the index converges on the store whatever order changes arrived in.
 """
@@ -18,7 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from domain.errors import DomainError
+from domain.errors import DomainError, EmbeddingError, VectorIndexError
 from domain.models import Entity, Episode, Summary
 from domain.outbox import OutboxJob
 from domain.vectors import COLLECTIONS, VectorFilter, VectorPoint, point_payload
@@ -45,12 +51,13 @@ class PassResult:
     done: int = 0
     deferred: int = 0
     embedded: int = 0
+    dead: int = 0
 
 
 class IndexingService:
     def __init__(
         self, store: MemoryStore, index: VectorIndex, embedder: Embedder,
-        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC), max_attempts: int = 5,
     ) -> None:
         self._store = store
         self._index = index
@@ -60,6 +67,8 @@ class IndexingService:
         self._failing = False
         self.embed_calls = 0
         self.embed_failures = 0
+        self.dead_lettered = 0
+        self.max_attempts = max(1, max_attempts)
         self.last_error: str | None = None
 
     async def ensure_collections(self) -> None:
@@ -84,7 +93,7 @@ class IndexingService:
             else:
                 sessions.append(job)
         for collection, group in upserts.items():
-            await self._step(result, group, lambda c=collection, g=group: self._upsert(c, g))
+            await self._upsert_isolating(result, collection, group)
         for collection, group in deletes.items():
             ids = sorted({j.ref_id for j in group})
             await self._step(result, group, lambda c=collection, i=ids: self._index.delete(c, i))
@@ -110,6 +119,63 @@ class IndexingService:
         await self._store.complete_jobs([j.id for j in jobs])
         result.done += len(jobs)
         result.embedded += embedded if isinstance(embedded, int) else 0
+
+    # -- failure path: isolating poison records ---------------------------------------------------
+    async def _attempt(self, result: PassResult, collection: str, jobs: Sequence[OutboxJob]) -> Exception | None:
+        try:
+            embedded = await self._upsert(collection, jobs)
+        except Exception as exc:  # an adapter bug must not kill the worker or lose the jobs
+            return exc
+        await self._store.complete_jobs([j.id for j in jobs])
+        result.done += len(jobs)
+        result.embedded += embedded
+        return None
+
+    async def _upsert_isolating(self, result: PassResult, collection: str, jobs: Sequence[OutboxJob]) -> None:
+        error = await self._attempt(result, collection, jobs)
+        if error is None:
+            return
+        if not await self._about_the_input(error):
+            await self._defer(jobs, _describe(error))
+            result.deferred += len(jobs)
+            return
+        await self._split(result, collection, jobs, error)
+
+    async def _about_the_input(self, error: Exception) -> bool:
+        """Whether a failed group should be split: the embedder refused these texts, or it still
+        embeds a probe text (so these records, not the service, are the problem). A vector-index
+        failure or an embedder that answers nothing is an outage: every job waits alike."""
+        if isinstance(error, EmbeddingError) and error.permanent:
+            return True
+        if isinstance(error, VectorIndexError):
+            return False
+        try:
+            return (await self._embedder.probe()).reachable
+        except Exception:  # a probe that raises is no evidence the embedder is up
+            return False
+
+    async def _split(self, result: PassResult, collection: str, jobs: Sequence[OutboxJob], error: Exception) -> None:
+        if len(jobs) == 1:
+            await self._fail_alone(result, jobs[0], error)
+            return
+        middle = len(jobs) // 2
+        for half in (jobs[:middle], jobs[middle:]):
+            half_error = await self._attempt(result, collection, half)
+            if half_error is not None:
+                await self._split(result, collection, half, half_error)
+
+    async def _fail_alone(self, result: PassResult, job: OutboxJob, error: Exception) -> None:
+        message = _describe(error)
+        if job.attempts + 1 >= self.max_attempts:
+            self.last_error = message
+            self.dead_lettered += 1
+            await self._store.bury_jobs([job.id], message)
+            log.warning("embedding job %d (%s %d) is a dead letter after %d attempts: %s", job.id,
+                        job.collection, job.ref_id, job.attempts + 1, message)
+            result.dead += 1
+            return
+        await self._defer([job], message)
+        result.deferred += 1
 
     async def _upsert(self, collection: str, jobs: Sequence[OutboxJob]) -> int:
         ids = list(dict.fromkeys(j.ref_id for j in jobs))
@@ -161,6 +227,10 @@ class IndexingService:
             log.warning("embedding jobs deferred (%d jobs, attempt %d): %s", len(jobs), attempts + 1, error)
             self._last_log = now
         self._failing = True
+
+
+def _describe(error: Exception) -> str:
+    return error.message if isinstance(error, DomainError) else f"{type(error).__name__}: {error}"
 
 
 def _payload(item: Episode | Entity | Summary) -> dict:

@@ -24,6 +24,7 @@ class OutboxJob:
     attempts: int
     created_at: str
     last_error: str | None = None
+    dead_at: str | None = None  # set when the job was given up on (a dead letter)
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,3 +33,4 @@ class Backlog:
     oldest_created_at: str | None
     last_error: str | None
     failing: int = 0
+    dead: int = 0  # dead-lettered jobs, not counted in ``pending``

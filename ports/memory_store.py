@@ -179,7 +179,24 @@ class MemoryStore(Protocol):
         """Record a failed attempt: bump attempts, keep the error, hide the jobs until ``retry_at``."""
         ...
 
-    async def backlog(self) -> Backlog: ...
+    async def bury_jobs(self, job_ids: Sequence[int], error: str) -> None:
+        """Give up on jobs (dead letters): bump attempts, keep the error, set ``dead_at``; a dead
+        job is never due and is not counted as pending, but stays until retried or its record
+        is deleted."""
+        ...
+
+    async def dead_jobs(self, limit: int) -> list[OutboxJob]:
+        """Dead-lettered jobs, oldest first, at most ``limit``."""
+        ...
+
+    async def retry_dead_jobs(self, job_ids: Sequence[int] | None = None) -> int:
+        """Make dead jobs (those named, or all when ``None``) due now with no attempts; returns
+        how many were revived. Unknown or live ids are ignored."""
+        ...
+
+    async def backlog(self) -> Backlog:
+        """Live jobs (pending, failing, oldest, last error) and the number of dead ones."""
+        ...
 
     async def enqueue_reindex(self, collection: Source) -> int:
         """Queue an upsert job for every record of ``collection``; returns how many."""
@@ -196,7 +213,8 @@ class MemoryStore(Protocol):
         ...
 
     async def health(self) -> str | None:
-        """``None`` when the store answers, else a short description of the problem; never raises."""
+        """``None`` when the store can write (a real write, not just a read), else a short
+        description of the problem; never raises."""
         ...
 
     async def close(self) -> None: ...

@@ -14,6 +14,9 @@ import httpx
 from domain.errors import EmbeddingError
 
 _SNIPPET = 200
+# Statuses that refuse the input itself. 401/403/404 (key, model name) and 408/429/5xx are about
+# the server or its configuration: every input would fail alike, so they stay retryable.
+INPUT_REFUSED = frozenset({400, 413, 422})
 
 
 def make_http_client(timeout_seconds: float) -> httpx.AsyncClient:
@@ -84,7 +87,8 @@ async def post_json(
 def ok_payload(answer: JsonAnswer) -> object:
     """The JSON of a successful answer; an error status or a non-JSON body raises."""
     if answer.status >= 400:
-        raise EmbeddingError(f"{answer.url}: HTTP {answer.status}: {answer.error_detail()}")
+        raise EmbeddingError(f"{answer.url}: HTTP {answer.status}: {answer.error_detail()}",
+                             permanent=answer.status in INPUT_REFUSED)
     if not answer.is_json:
         raise EmbeddingError(
             f"{answer.url}: malformed JSON in HTTP {answer.status} response: "

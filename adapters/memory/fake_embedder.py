@@ -25,6 +25,13 @@ class FakeEmbedder(EmbedderFacts):
         self.embedded: list[str] = []
         # When set, every embed raises it and probe reports unreachable.
         self.fail_with: Exception | None = None
+        # Texts containing one of these markers are refused like an over-long input (HTTP 400).
+        self.poison: dict[str, bool] = {}
+
+    def refuse(self, marker: str, *, permanent: bool = True) -> None:
+        """Fail every batch holding a text that contains ``marker``, while other batches succeed:
+        a poison record (``permanent`` like a 400, else like a record that times the server out)."""
+        self.poison[marker] = permanent
 
     def go_down(self, error: Exception | None = None) -> None:
         """Fail every call from now on, with ``error`` or an ``EmbeddingError``."""
@@ -39,6 +46,9 @@ class FakeEmbedder(EmbedderFacts):
         self.calls.append(list(texts))
         if self.fail_with is not None:
             raise self.fail_with
+        for marker, permanent in self.poison.items():
+            if any(marker in text for text in texts):
+                raise EmbeddingError(f"fake embedder refuses input containing {marker!r}", permanent=permanent)
         self.embedded.extend(texts)
         return [hash_vector(text, self._dimension) for text in texts]
 

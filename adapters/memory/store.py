@@ -274,7 +274,8 @@ class InMemoryMemoryStore:
     # -- embedding outbox ----------------------------------------------------------------------
     async def due_jobs(self, limit: int, now: datetime) -> list[OutboxJob]:
         cutoff = format_timestamp(now)
-        return [job for job_id, job in sorted(self.outbox.items()) if self._retry_at[job_id] <= cutoff][:limit]
+        return [job for job_id, job in sorted(self.outbox.items())
+                if self._retry_at[job_id] <= cutoff and job.dead_at is None][:limit]
 
     async def complete_jobs(self, job_ids: Sequence[int]) -> None:
         for job_id in job_ids:
@@ -288,11 +289,34 @@ class InMemoryMemoryStore:
                 self.outbox[job_id] = replace(job, attempts=job.attempts + 1, last_error=error[:500])
                 self._retry_at[job_id] = format_timestamp(retry_at)
 
+    async def bury_jobs(self, job_ids: Sequence[int], error: str) -> None:
+        now = utc_now()
+        for job_id in job_ids:
+            if job_id in self.outbox:
+                job = self.outbox[job_id]
+                self.outbox[job_id] = replace(job, attempts=job.attempts + 1, last_error=error[:500], dead_at=now)
+
+    async def dead_jobs(self, limit: int) -> list[OutboxJob]:
+        return [job for _id, job in sorted(self.outbox.items()) if job.dead_at is not None][:limit]
+
+    async def retry_dead_jobs(self, job_ids: Sequence[int] | None = None) -> int:
+        wanted = set(self.outbox) if job_ids is None else set(job_ids)
+        revived = 0
+        for job_id in sorted(wanted & set(self.outbox)):
+            job = self.outbox[job_id]
+            if job.dead_at is not None:
+                self.outbox[job_id] = replace(job, attempts=0, dead_at=None)
+                self._retry_at[job_id] = utc_now()
+                revived += 1
+        return revived
+
     async def backlog(self) -> Backlog:
-        jobs = sorted(self.outbox.values(), key=lambda j: j.id)
-        errors = [j.last_error for j in jobs if j.last_error]
+        everything = sorted(self.outbox.values(), key=lambda j: j.id)
+        jobs = [j for j in everything if j.dead_at is None]
+        errors = [j.last_error for j in everything if j.last_error]
         return Backlog(len(jobs), min((j.created_at for j in jobs), default=None),
-                       errors[-1] if errors else None, sum(1 for j in jobs if j.attempts > 0))
+                       errors[-1] if errors else None, sum(1 for j in jobs if j.attempts > 0),
+                       len(everything) - len(jobs))
 
     async def enqueue_reindex(self, collection: Source) -> int:
         table = {"episodes": self.episodes, "entities": self.entities, "summaries": self.summaries}[collection]

@@ -70,7 +70,7 @@ def summary_of(row: sqlite3.Row) -> Summary:
 def job_of(row: sqlite3.Row) -> OutboxJob:
     return OutboxJob(
         row["id"], row["collection"], row["op"], row["ref_id"], row["attempts"], row["created_at"],
-        row["last_error"],
+        row["last_error"], row["dead_at"],
     )
 
 

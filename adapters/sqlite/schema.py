@@ -90,6 +90,12 @@ MIGRATIONS: list[list[str]] = [
             created_at TEXT NOT NULL)""",
         "CREATE INDEX idx_outbox_due ON embedding_outbox(next_attempt_at, id)",
     ],
+    # version 2 (hardening): dead-lettered outbox jobs and a scratch row the health check rewrites
+    [
+        "ALTER TABLE embedding_outbox ADD COLUMN dead_at TEXT",
+        "CREATE INDEX idx_outbox_dead ON embedding_outbox(dead_at) WHERE dead_at IS NOT NULL",
+        "CREATE TABLE health_probe (id INTEGER PRIMARY KEY CHECK (id = 1), checked_at TEXT NOT NULL)",
+    ],
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

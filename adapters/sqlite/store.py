@@ -46,9 +46,9 @@ class SqliteMemoryStore:
         self._db = db
 
     @classmethod
-    def open(cls, path: str) -> "SqliteMemoryStore":
+    def open(cls, path: str, synchronous: str = "full") -> "SqliteMemoryStore":
         """Open (creating and migrating as needed) the database at ``path``."""
-        db = SqliteDatabase(path)
+        db = SqliteDatabase(path, synchronous)
         try:
             db.write_sync(migrate)
         except BaseException:
@@ -358,7 +358,7 @@ class SqliteMemoryStore:
     # -- embedding outbox ----------------------------------------------------------------------
     async def due_jobs(self, limit: int, now: datetime) -> list[OutboxJob]:
         return await self._all(
-            "SELECT * FROM embedding_outbox WHERE next_attempt_at <= ? ORDER BY id LIMIT ?",
+            "SELECT * FROM embedding_outbox WHERE next_attempt_at <= ? AND dead_at IS NULL ORDER BY id LIMIT ?",
             (format_timestamp(now), limit), rows.job_of,
         )
 
@@ -379,15 +379,41 @@ class SqliteMemoryStore:
             f" WHERE id IN ({_in_list(ids)})", [error[:500], format_timestamp(retry_at), *ids],
         ))
 
+    async def bury_jobs(self, job_ids: Sequence[int], error: str) -> None:
+        if not job_ids:
+            return
+        ids = list(job_ids)
+        await self._db.write(lambda conn: conn.execute(
+            "UPDATE embedding_outbox SET attempts = attempts + 1, last_error = ?, dead_at = ?"
+            f" WHERE id IN ({_in_list(ids)})", [error[:500], utc_now(), *ids],
+        ))
+
+    async def dead_jobs(self, limit: int) -> list[OutboxJob]:
+        return await self._all(
+            "SELECT * FROM embedding_outbox WHERE dead_at IS NOT NULL ORDER BY id LIMIT ?", (limit,), rows.job_of,
+        )
+
+    async def retry_dead_jobs(self, job_ids: Sequence[int] | None = None) -> int:
+        ids = list(job_ids or [])
+        where = f" AND id IN ({_in_list(ids)})" if job_ids is not None else ""
+        if job_ids is not None and not ids:
+            return 0
+        return await self._db.write(lambda conn: conn.execute(
+            "UPDATE embedding_outbox SET attempts = 0, dead_at = NULL, next_attempt_at = ?"
+            f" WHERE dead_at IS NOT NULL{where}", [utc_now(), *ids],
+        ).rowcount)
+
     async def backlog(self) -> Backlog:
         def op(conn: sqlite3.Connection) -> Backlog:
-            pending, oldest, failing = conn.execute(
-                "SELECT count(*), min(created_at), sum(attempts > 0) FROM embedding_outbox"
+            pending, oldest, failing, dead = conn.execute(
+                "SELECT count(*) FILTER (WHERE dead_at IS NULL), min(created_at) FILTER (WHERE dead_at IS NULL),"
+                " count(*) FILTER (WHERE dead_at IS NULL AND attempts > 0), count(*) FILTER (WHERE dead_at IS NOT NULL)"
+                " FROM embedding_outbox"
             ).fetchone()
             last = conn.execute(
                 "SELECT last_error FROM embedding_outbox WHERE last_error IS NOT NULL ORDER BY id DESC LIMIT 1"
             ).fetchone()
-            return Backlog(pending, oldest, last[0] if last else None, failing or 0)
+            return Backlog(pending, oldest, last[0] if last else None, failing or 0, dead or 0)
 
         return await self._db.read(op)
 
@@ -422,8 +448,12 @@ class SqliteMemoryStore:
         return await self._db.read(op)
 
     async def health(self) -> str | None:
+        # A real write through the writer thread (one row rewritten in a scratch table): a read
+        # succeeds on a full disk, a read-only file or after an I/O error that fails every write.
         try:
-            await self._db.read(lambda conn: conn.execute("SELECT 1").fetchone())
+            await self._db.write(lambda conn: conn.execute(
+                "INSERT INTO health_probe(id, checked_at) VALUES (1, ?)"
+                " ON CONFLICT(id) DO UPDATE SET checked_at = excluded.checked_at", (utc_now(),)))
             return None
         except Exception as exc:  # health must report, never raise
             return f"{type(exc).__name__}: {exc}"

@@ -158,3 +158,67 @@ async def test_a_failing_vector_index_defers_the_jobs_without_losing_them(world)
     clock.advance(MAX_DELAY * 2)
     await drain(service, clock)
     assert await index.count("episodes") == 1
+
+
+# -- poison records (issue 11) ---------------------------------------------------------------------
+async def _episodes(store, sid, count, poison_at=()):
+    texts = [("POISON " if i in poison_at else "") + f"message {i}" for i in range(count)]
+    return await store.add_episodes([NewEpisode(sid, text, "reply") for text in texts])
+
+
+@pytest.mark.parametrize("permanent", [True, False])
+async def test_one_poison_record_does_not_hold_back_the_others_in_its_pass(world, permanent):
+    store, index, embedder, clock, service, sid = world
+    episodes = await _episodes(store, sid, 40, poison_at={17})
+    embedder.refuse("POISON", permanent=permanent)
+    result = await service.run_once(64)
+    assert result.done == 39 and result.deferred == 1
+    assert await index.count("episodes") == 39
+    backlog = await store.backlog()
+    assert backlog.pending == 1 and backlog.failing == 1 and "POISON" in backlog.last_error
+    [job] = await store.due_jobs(10, clock.now + timedelta(days=1))
+    assert job.ref_id == episodes[17].id
+
+
+async def test_a_poison_record_becomes_a_dead_letter_after_the_attempt_limit(world):
+    store, index, embedder, clock, service, sid = world
+    episodes = await _episodes(store, sid, 5, poison_at={2})
+    embedder.refuse("POISON")
+    await drain(service, clock)
+    assert service.max_attempts == 5
+    backlog = await store.backlog()
+    assert (backlog.pending, backlog.dead) == (0, 1)
+    [dead] = await store.dead_jobs(10)
+    assert dead.ref_id == episodes[2].id and dead.attempts == 5 and dead.dead_at
+    assert service.dead_lettered == 1
+    calls = len(embedder.calls)
+    assert (await service.run_once(64)).done == 0 and len(embedder.calls) == calls  # never retried alone
+
+
+async def test_a_retried_dead_letter_is_indexed_once_the_embedder_accepts_it(world):
+    store, index, embedder, clock, service, sid = world
+    await _episodes(store, sid, 3, poison_at={0})
+    embedder.refuse("POISON")
+    await drain(service, clock)
+    assert (await store.backlog()).dead == 1
+    embedder.poison.clear()
+    assert await store.retry_dead_jobs() == 1
+    await drain(service, clock)
+    assert await index.count("episodes") == 3
+    assert (await store.backlog()) .dead == 0
+
+
+async def test_an_outage_defers_every_job_and_never_makes_dead_letters(world):
+    store, index, embedder, clock, service, sid = world
+    await _episodes(store, sid, 8)
+    embedder.go_down()
+    for _ in range(service.max_attempts * 3):
+        result = await service.run_once(64)
+        assert result.dead == 0
+        clock.advance(MAX_DELAY * 2)
+    assert len(embedder.calls) == service.max_attempts * 3  # one call per pass: no splitting in an outage
+    backlog = await store.backlog()
+    assert (backlog.pending, backlog.dead) == (8, 0)
+    embedder.recover()
+    await drain(service, clock)
+    assert await index.count("episodes") == 8
