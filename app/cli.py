@@ -28,7 +28,7 @@ def _settings() -> Settings:
 def configure_logging(settings: Settings) -> None:
     from app.logs import configure
 
-    configure(settings.log_level, settings.log_format, secrets=[settings.memory_api_key, settings.qdrant_api_key])
+    configure(settings.log_level, settings.log_format, secrets=settings.secrets)
 
 
 def _exit_cleanly(signum: int, frame: object) -> None:
@@ -149,6 +149,34 @@ def backup(path: Annotated[str, typer.Argument(help="the new SQLite file to writ
     from app.backup import backup_store
 
     _run_backup_step(backup_store, _store_path(_settings()), path)
+
+
+dead_letters = typer.Typer(help="Embedding jobs given up on after EMBEDDING_MAX_ATTEMPTS failures", no_args_is_help=True)
+cli.add_typer(dead_letters, name="dead-letters")
+
+
+@dead_letters.command("list")
+def dead_letters_list(limit: Annotated[int, typer.Option(min=1, help="at most this many")] = 100) -> None:
+    """Print each dead-lettered job as one JSON line (id, record, attempts, last error)."""
+    from app.dead_letters import list_dead_letters, render
+
+    jobs = asyncio.run(list_dead_letters(_settings(), limit))
+    typer.echo(render(jobs) if jobs else "no dead letters")
+
+
+@dead_letters.command("retry")
+def dead_letters_retry(
+    ids: Annotated[Optional[list[int]], typer.Argument(help="job ids (from `list`)")] = None,
+    all_: Annotated[bool, typer.Option("--all", help="retry every dead letter")] = False,
+) -> None:
+    """Queue dead-lettered jobs again with a fresh attempt count."""
+    from app.dead_letters import retry_dead_letters
+
+    if not ids and not all_:
+        typer.echo("name job ids or pass --all", err=True)
+        raise typer.Exit(2)
+    revived = asyncio.run(retry_dead_letters(_settings(), None if all_ else list(ids or [])))
+    typer.echo(f"requeued {revived} dead letters")
 
 
 def main() -> None:

@@ -72,6 +72,11 @@ class Settings:
     min_free_disk_bytes: int = 100 * 1024 * 1024
 
     @property
+    def secrets(self) -> tuple[str, ...]:
+        """Every configured credential: masked in logs and in error texts shown or stored."""
+        return tuple(s for s in (self.memory_api_key, self.qdrant_api_key, self.openai_api_key) if s)
+
+    @property
     def resolved_qdrant_path(self) -> str:
         if self.qdrant_path:
             return self.qdrant_path

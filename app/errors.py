@@ -10,6 +10,7 @@ from litestar import Request, Response
 from litestar.exceptions import HTTPException, SerializationException, ValidationException
 from litestar.status_codes import HTTP_500_INTERNAL_SERVER_ERROR
 
+from app.middleware import CLIENT_CLOSED, DISCONNECTED
 from app.schemas import ErrorBody
 from domain.errors import Conflict, DomainError, EmbeddingError, Invalid, NotFound, Unavailable, VectorIndexError
 
@@ -29,8 +30,10 @@ HTTP_CODES = {400: "bad_request", 401: "unauthorized", 404: "not_found", 405: "m
               503: "unavailable"}
 
 
-def _body(status: int, code: str, message: str, field: str | None = None) -> Response[ErrorBody]:
-    return Response(ErrorBody(code=code, message=message, field=field, status=status), status_code=status)
+def _body(status: int, code: str, message: str, field: str | None = None,
+          headers: dict[str, str] | None = None) -> Response[ErrorBody]:
+    return Response(ErrorBody(code=code, message=message, field=field, status=status), status_code=status,
+                    headers=headers)
 
 
 def domain_error(_: Request, exc: DomainError) -> Response[ErrorBody]:
@@ -74,14 +77,19 @@ def validation_error(_: Request, exc: ValidationException) -> Response[ErrorBody
     return _body(400, "validation_error", message, field)
 
 
-def http_error(_: Request, exc: HTTPException) -> Response[ErrorBody]:
+def http_error(request: Request, exc: HTTPException) -> Response[ErrorBody]:
     status = exc.status_code
+    if request.scope.get(DISCONNECTED):
+        # The client hung up mid-upload: its doing, and nobody will read this answer.
+        log.info("client disconnected before its request was read: %s %s", request.method, request.url.path)
+        return _body(CLIENT_CLOSED, "client_closed_request", "the client closed the connection")
     if status >= 500:
         log.error("server error %s: %s", status, exc.detail)
         return _body(status, "internal_error", "the server failed to handle the request")
     if status == 400 and isinstance(exc.__cause__, SerializationException):
         return _body(400, "malformed_json", f"malformed JSON body: {exc.detail}")
-    return _body(status, HTTP_CODES.get(status, "client_error"), str(exc.detail))
+    # Headers the exception carries (Allow on a 405, WWW-Authenticate, Retry-After) go out with it.
+    return _body(status, HTTP_CODES.get(status, "client_error"), str(exc.detail), headers=exc.headers or None)
 
 
 def too_deep(request: Request, exc: RecursionError) -> Response[ErrorBody]:

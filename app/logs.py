@@ -7,19 +7,20 @@ import logging
 import sys
 from collections.abc import Sequence
 
+from domain.redaction import redact
 
-class _Scrub(logging.Filter):
-    def __init__(self, secrets: Sequence[str]) -> None:
+
+class ScrubbingFormatter(logging.Formatter):
+    """Redacts the whole formatted line, tracebacks included: the configured secrets and anything
+    shaped like a credential (``Authorization: ...``, ``api-key=...``, ``sk-...``)."""
+
+    def __init__(self, inner: logging.Formatter, secrets: Sequence[str]) -> None:
         super().__init__()
-        self._secrets = [s for s in secrets if s]
+        self._inner = inner
+        self._secrets = tuple(s for s in secrets if s)
 
-    def filter(self, record: logging.LogRecord) -> bool:
-        if self._secrets:
-            message = record.getMessage()
-            for secret in self._secrets:
-                message = message.replace(secret, "***")
-            record.msg, record.args = message, ()
-        return True
+    def format(self, record: logging.LogRecord) -> str:
+        return redact(self._inner.format(record), self._secrets) or ""
 
 
 class JsonFormatter(logging.Formatter):
@@ -36,9 +37,8 @@ class JsonFormatter(logging.Formatter):
 
 def configure(level: str, fmt: str, secrets: Sequence[str | None] = ()) -> None:
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(JsonFormatter() if fmt == "json" else
-                         logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    handler.addFilter(_Scrub([s for s in secrets if s]))
+    inner = JsonFormatter() if fmt == "json" else logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
+    handler.setFormatter(ScrubbingFormatter(inner, [s for s in secrets if s]))
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())

@@ -2,22 +2,24 @@
 
 from __future__ import annotations
 
-import hmac
+import ipaddress
 import logging
 from contextlib import asynccontextmanager
 
 from litestar import Litestar, Request
+from litestar.config.cors import CORSConfig
 from litestar.datastructures import State
-from litestar.exceptions import NotAuthorizedException
 from litestar.openapi import OpenAPIConfig
 from litestar.openapi.plugins import ScalarRenderPlugin, SwaggerRenderPlugin
 
 from app.config import ConfigError, Settings
 from app.container import Container, build_container
 from app.errors import EXCEPTION_HANDLERS
-from app.health import health
+from app.health import HEALTH_ROUTES, standard_monitor
 from app.metrics import ServiceMetrics, metrics
-from app.middleware import RequestObserver, install_request_id_filter
+from app.middleware import (
+    AdmissionControl, ApiKeyGate, JsonBodiesOnly, RequestObserver, install_request_id_filter,
+)
 from app.routes.deps import DEPENDENCIES
 from app.routes.entities import EntityController, RelationshipController
 from app.routes.episodes import EpisodeController
@@ -29,7 +31,25 @@ from domain.errors import Invalid
 
 log = logging.getLogger("nexusai.app")
 
-OPEN_PATHS = frozenset({"/health"})
+OPEN_PATHS = frozenset({"/health", "/health/live", "/health/ready"})
+# Never refused by admission control: an overloaded service must still say how it is.
+ADMISSION_EXEMPT = OPEN_PATHS | {"/metrics"}
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def warn_if_exposed(settings: Settings) -> None:
+    """Say so at start-up when anyone on the network can read and write the memory."""
+    if settings.memory_api_key is None and not is_loopback(settings.host):
+        log.warning("HOST=%s is reachable from the network and MEMORY_API_KEY is not set: anyone who can "
+                    "reach this port can read and change every memory", settings.host)
 
 
 def check_configuration(container: Container) -> None:
@@ -52,7 +72,9 @@ def create_app(settings: Settings, container: Container | None = None) -> Litest
     check_configuration(container)
     worker = EmbeddingWorker(container.indexing(), batch=settings.worker_batch)
     service_metrics = ServiceMetrics()
+    monitor = standard_monitor(container, settings, lambda: container.indexing().dead_lettered)
     install_request_id_filter("nexusai.errors", "nexusai.app")
+    warn_if_exposed(settings)
 
     @asynccontextmanager
     async def lifespan(app: Litestar):
@@ -62,9 +84,11 @@ def create_app(settings: Settings, container: Container | None = None) -> Litest
         container.search().observe_leg = service_metrics.observe_leg
         if settings.worker_enabled:
             worker.start()
+        monitor.start()
         try:
             yield
         finally:
+            await monitor.stop()
             await worker.stop()
             await close_container(container)
 
@@ -72,25 +96,20 @@ def create_app(settings: Settings, container: Container | None = None) -> Litest
         if request.method != "GET":
             worker.notify()
 
-    async def require_api_key(request: Request) -> None:
-        if settings.memory_api_key is None or request.url.path in OPEN_PATHS:
-            return
-        header = request.headers.get("authorization", "")
-        scheme, _, token = header.partition(" ")
-        if scheme.lower() != "bearer" or not hmac.compare_digest(token.encode(), settings.memory_api_key.encode()):
-            raise NotAuthorizedException("a valid 'Authorization: Bearer <MEMORY_API_KEY>' header is required")
-
     app = Litestar(
         route_handlers=[
-            health, SessionController, EpisodeController, EntityController, RelationshipController,
+            *HEALTH_ROUTES, SessionController, EpisodeController, EntityController, RelationshipController,
             SummaryController, RetrievalController, metrics,
         ],
         dependencies=DEPENDENCIES,
         exception_handlers=EXCEPTION_HANDLERS,
-        state=State({"container": container, "worker": worker, "health_cache": {}, "metrics": service_metrics}),
+        state=State({"container": container, "worker": worker, "health": monitor, "metrics": service_metrics}),
         lifespan=[lifespan],
-        before_request=require_api_key,
         after_response=after_response,
+        cors_config=CORSConfig(allow_origins=list(settings.cors_origins), allow_headers=["authorization", "content-type",
+                                                                                          "x-request-id"],
+                               allow_methods=["GET", "POST", "PATCH", "DELETE"], expose_headers=["x-request-id"],
+                               max_age=600) if settings.cors_origins else None,
         request_max_body_size=settings.max_body_bytes,
         openapi_config=OpenAPIConfig(
             title="NexusAI Memory Service", version="0.1.0", path="/schema",
@@ -99,8 +118,13 @@ def create_app(settings: Settings, container: Container | None = None) -> Litest
         debug=False,
         logging_config=None,  # app.logs configures logging; Litestar's default would replace its root handler
     )
-    # Outermost, so unrouted requests and the final status (after error handlers) are seen.
-    app.asgi_handler = RequestObserver(app.asgi_handler, service_metrics)
+    # Gates run before routing, cheapest refusal first; the observer is outermost, so unrouted and
+    # refused requests and the final status (after error handlers) are all seen.
+    handler = JsonBodiesOnly(app.asgi_handler)
+    handler = ApiKeyGate(handler, settings.memory_api_key, OPEN_PATHS, cors=bool(settings.cors_origins))
+    admission = AdmissionControl(handler, settings.max_in_flight, ADMISSION_EXEMPT)
+    service_metrics.watch_admission(admission)
+    app.asgi_handler = RequestObserver(admission, service_metrics)
     return app
 
 

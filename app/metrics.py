@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from litestar import Response, get
 from litestar.datastructures import State
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
-from prometheus_client.core import CounterMetricFamily, Metric
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from app.routes.deps import errors
@@ -47,8 +47,27 @@ class _IndexingCollector(Collector):
         calls.add_metric([], self._indexing.embed_calls)
         failures = CounterMetricFamily(f"{PREFIX}_embed_failures", "Embedding calls that failed")
         failures.add_metric([], self._indexing.embed_failures)
+        buried = CounterMetricFamily(f"{PREFIX}_embedding_dead_lettered",
+                                     "Outbox jobs this process gave up on (dead letters)")
+        buried.add_metric([], self._indexing.dead_lettered)
         yield calls
         yield failures
+        yield buried
+
+
+class _AdmissionCollector(Collector):
+    """Requests refused by admission control and those in flight right now."""
+
+    def __init__(self, admission) -> None:
+        self._admission = admission
+
+    def collect(self) -> Iterator[Metric]:
+        rejected = CounterMetricFamily(f"{PREFIX}_http_rejected_overload", "Requests refused with 503: too many in flight")
+        rejected.add_metric([], self._admission.rejected)
+        in_flight = GaugeMetricFamily(f"{PREFIX}_http_requests_in_flight", "Requests being handled now")
+        in_flight.add_metric([], self._admission.in_flight)
+        yield rejected
+        yield in_flight
 
 
 class ServiceMetrics:
@@ -72,6 +91,11 @@ class ServiceMetrics:
                              ["collection"], registry=r)
         self.backlog = Gauge(f"{PREFIX}_embedding_backlog_jobs", "Outbox jobs not yet applied to the vector index",
                              registry=r)
+        self.backlog_dead = Gauge(f"{PREFIX}_embedding_backlog_dead_jobs",
+                                  "Dead-lettered outbox jobs (given up on; memory-service dead-letters)", registry=r)
+        self.client_closed = Counter(f"{PREFIX}_http_client_disconnects",
+                                     "Requests whose client went away before the answer (logged as 499)",
+                                     ["method", "route"], registry=r)
         self.backlog_failing = Gauge(f"{PREFIX}_embedding_backlog_failing_jobs",
                                      "Outbox jobs that failed at least once", registry=r)
         self.backlog_age = Gauge(f"{PREFIX}_embedding_backlog_oldest_age_seconds",
@@ -81,7 +105,14 @@ class ServiceMetrics:
                                      registry=r)
         self._indexing_registered = False
 
+    def watch_admission(self, admission) -> None:
+        """Expose admission control's counters (once per app)."""
+        self.registry.register(_AdmissionCollector(admission))
+
     def observe_request(self, method: str, route: str, status: int, seconds: float) -> None:
+        if status == 499:  # the client hung up: not a request we answered, not a server error
+            self.client_closed.labels(method, route or UNMATCHED_ROUTE).inc()
+            return
         labels = (method, route or UNMATCHED_ROUTE, str(status))
         self.requests.labels(*labels).inc()
         self.request_seconds.labels(*labels).observe(seconds)
@@ -105,6 +136,7 @@ class ServiceMetrics:
             backlog = await store.backlog()
             self.backlog.set(backlog.pending)
             self.backlog_failing.set(backlog.failing)
+            self.backlog_dead.set(backlog.dead)
             age = 0.0
             if backlog.pending and backlog.oldest_created_at:
                 age = (datetime.now(UTC) - parse_timestamp(backlog.oldest_created_at)).total_seconds()

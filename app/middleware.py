@@ -1,4 +1,5 @@
-"""Request ids, one log line per request, and request metrics.
+"""Request ids, one log line per request, request metrics, and the gates every request passes
+before routing: admission control, the API key and the body's media type.
 
 ``RequestObserver`` wraps the whole Litestar ASGI handler rather than sitting in Litestar's
 per-route middleware stack: it must see requests that match no route (404/405) and the final
@@ -9,10 +10,13 @@ by the time the response starts.
 
 from __future__ import annotations
 
+import hmac
+import json
 import logging
 import re
 import time
 import uuid
+from collections.abc import Collection
 from contextvars import ContextVar
 
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
@@ -20,6 +24,11 @@ from litestar.types import ASGIApp, Message, Receive, Scope, Send
 from app.metrics import UNMATCHED_ROUTE, ServiceMetrics
 
 log = logging.getLogger("nexusai.request")
+
+# nginx's "client closed request": the client went away before the answer; not a server error.
+CLIENT_CLOSED = 499
+DISCONNECTED = "nexusai.disconnected"  # scope key: the client hung up mid-request
+REJECTED = "nexusai.rejected"  # scope key: answered by a gate (overload), not by a handler
 
 REQUEST_ID_HEADER = b"x-request-id"
 MAX_REQUEST_ID = 128
@@ -80,6 +89,12 @@ class RequestObserver:
         status = 500  # what the client sees if the app dies before answering
         started = time.perf_counter()
 
+        async def receive_watching() -> Message:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                scope[DISCONNECTED] = True  # type: ignore[literal-required]
+            return message
+
         async def send_with_id(message: Message) -> None:
             nonlocal status
             if message["type"] == "http.response.start":
@@ -90,8 +105,11 @@ class RequestObserver:
             await send(message)
 
         try:
-            await self.app(scope, receive, send_with_id)
+            await self.app(scope, receive_watching, send_with_id)
         except BaseException:
+            if scope.get(DISCONNECTED):
+                status = CLIENT_CLOSED
+                raise
             log.exception("request %s failed before answering", request_id,
                           extra={"request_id": request_id, "method": scope.get("method"),
                                  "path": scope.get("path_template") or UNMATCHED_ROUTE})
@@ -100,11 +118,124 @@ class RequestObserver:
             seconds = time.perf_counter() - started
             route = scope.get("path_template") or UNMATCHED_ROUTE
             method = scope.get("method", "")
+            if scope.get(DISCONNECTED) and status >= 500:
+                status = CLIENT_CLOSED  # the answer (if any) reached nobody; the client's doing
             if self.metrics is not None:
                 self.metrics.observe_request(method, route, status, seconds)
             duration_ms = round(seconds * 1000, 3)
-            level = logging.ERROR if status >= 500 else logging.INFO
+            level = logging.ERROR if status >= 500 and not scope.get(REJECTED) else logging.INFO
             log.log(level, "%s %s %s %.1fms request_id=%s", method, route, status, duration_ms, request_id,
                     extra={"request_id": request_id, "method": method, "path": route, "status": status,
                            "duration_ms": duration_ms})
             request_id_var.reset(token)
+
+
+# -- gates before routing --------------------------------------------------------------------------
+async def send_error(send: Send, status: int, code: str, message: str,
+                     headers: Collection[tuple[bytes, bytes]] = ()) -> None:
+    """Answer with the service's error shape without entering the app."""
+    body = json.dumps({"code": code, "message": message, "field": None, "status": status}).encode()
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+                            *headers]})
+    await send({"type": "http.response.body", "body": body})
+
+
+def _header(scope: Scope, name: bytes) -> bytes | None:
+    for key, value in scope.get("headers", ()):
+        if key == name:
+            return value
+    return None
+
+
+def is_open_path(path: str, open_paths: Collection[str]) -> bool:
+    return path in open_paths
+
+
+class AdmissionControl:
+    """At most ``limit`` requests in flight; the next ones get 503 with ``Retry-After`` at once
+    instead of queueing until they time out. ``exempt`` paths (health, metrics) always pass, so
+    an overloaded service can still say so. ``limit`` 0 turns the gate off."""
+
+    def __init__(self, app: ASGIApp, limit: int, exempt: Collection[str], retry_after: int = 1) -> None:
+        self.app = app
+        self.limit = limit
+        self.exempt = frozenset(exempt)
+        self.retry_after = str(retry_after).encode()
+        self.in_flight = 0
+        self.rejected = 0
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or self.limit <= 0 or scope["path"] in self.exempt:
+            await self.app(scope, receive, send)
+            return
+        if self.in_flight >= self.limit:
+            self.rejected += 1
+            scope[REJECTED] = "overloaded"  # type: ignore[literal-required]
+            await send_error(send, 503, "overloaded", "the service is at its limit of requests in flight; "
+                             "retry after the Retry-After delay", [(b"retry-after", self.retry_after)])
+            return
+        self.in_flight += 1
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            self.in_flight -= 1
+
+
+class ApiKeyGate:
+    """Checks ``Authorization: Bearer <key>`` before routing, so a caller without the key learns
+    nothing about which routes or methods exist (every path answers 401). ``open_paths`` (health)
+    pass, marked ``scope["authenticated"]`` so they can hide details; CORS preflights pass so the
+    CORS layer can answer them."""
+
+    def __init__(self, app: ASGIApp, key: str | None, open_paths: Collection[str], cors: bool = False) -> None:
+        self.app = app
+        self.key = key.encode() if key else None
+        self.open_paths = frozenset(open_paths)
+        self.cors = cors
+
+    def authorized(self, scope: Scope) -> bool:
+        if self.key is None:
+            return True
+        scheme, _, token = (_header(scope, b"authorization") or b"").partition(b" ")
+        return scheme.lower() == b"bearer" and hmac.compare_digest(token, self.key)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or self.key is None:
+            await self.app(scope, receive, send)
+            return
+        ok = self.authorized(scope)
+        scope["authenticated"] = ok  # type: ignore[literal-required]
+        preflight = self.cors and scope["method"] == "OPTIONS" and _header(scope, b"access-control-request-method")
+        if ok or preflight or scope["path"] in self.open_paths:
+            await self.app(scope, receive, send)
+            return
+        await send_error(send, 401, "unauthorized",
+                         "a valid 'Authorization: Bearer <MEMORY_API_KEY>' header is required",
+                         [(b"www-authenticate", b'Bearer realm="memory"')])
+
+
+_JSON_TYPE = re.compile(rb"^\s*application/(?:[\w.+-]+\+)?json\s*(?:;.*)?$", re.IGNORECASE)
+_BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+
+
+class JsonBodiesOnly:
+    """A request that carries a body must say ``Content-Type: application/json`` (415 otherwise).
+
+    A web page can send a cross-origin "simple" request (text/plain, a form) without a CORS
+    preflight; refusing every other media type means such a request can never write."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["method"] in _BODY_METHODS:
+            content_type = _header(scope, b"content-type")
+            has_body = content_type is not None or (_header(scope, b"content-length") or b"0").strip() not in (b"0", b"") \
+                or _header(scope, b"transfer-encoding") is not None
+            if has_body and (content_type is None or not _JSON_TYPE.match(content_type)):
+                shown = (content_type or b"none").decode("latin-1")[:100]
+                await send_error(send, 415, "unsupported_media_type",
+                                 f"request bodies must be JSON (Content-Type: application/json), got {shown!r}")
+                return
+        await self.app(scope, receive, send)

@@ -27,6 +27,7 @@ from datetime import UTC, datetime, timedelta
 from domain.errors import DomainError, EmbeddingError, VectorIndexError
 from domain.models import Entity, Episode, Summary
 from domain.outbox import OutboxJob
+from domain.redaction import redact
 from domain.vectors import COLLECTIONS, VectorFilter, VectorPoint, point_payload
 from ports.embedder import Embedder
 from ports.memory_store import MemoryStore
@@ -108,12 +109,8 @@ class IndexingService:
     async def _step(self, result: PassResult, jobs: Sequence[OutboxJob], action) -> None:
         try:
             embedded = await action()
-        except DomainError as exc:
-            await self._defer(jobs, exc.message)
-            result.deferred += len(jobs)
-            return
         except Exception as exc:  # an adapter bug must not kill the worker or lose the jobs
-            await self._defer(jobs, f"{type(exc).__name__}: {exc}")
+            await self._defer(jobs, _describe(exc))
             result.deferred += len(jobs)
             return
         await self._store.complete_jobs([j.id for j in jobs])
@@ -230,7 +227,9 @@ class IndexingService:
 
 
 def _describe(error: Exception) -> str:
-    return error.message if isinstance(error, DomainError) else f"{type(error).__name__}: {error}"
+    # Stored in the outbox and shown by /health: never with a credential in it.
+    text = error.message if isinstance(error, DomainError) else f"{type(error).__name__}: {error}"
+    return redact(text) or type(error).__name__
 
 
 def _payload(item: Episode | Entity | Summary) -> dict:

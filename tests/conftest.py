@@ -26,7 +26,7 @@ def make_settings(tmp_path):
     def build(**overrides) -> Settings:
         values = dict(
             sqlite_path=str(tmp_path / "memory.db"), vector_index="memory", embedder="fake", embedding_dim=16,
-            port=0,
+            port=0, health_interval=0.05,
         )
         values.update(overrides)
         return Settings(**values)

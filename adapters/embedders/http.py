@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import httpx
 
 from domain.errors import EmbeddingError
+from domain.redaction import redact
 
 _SNIPPET = 200
 # Statuses that refuse the input itself. 401/403/404 (key, model name) and 408/429/5xx are about
@@ -39,6 +40,7 @@ class JsonAnswer:
     payload: object
     text: str
     is_json: bool
+    secrets: tuple[str, ...] = ()  # header values we sent: never repeated in an error text
 
     def error_detail(self) -> str:
         """The server's own words about an error, shortened to one line."""
@@ -46,10 +48,13 @@ class JsonAnswer:
         if isinstance(payload, dict):
             error = payload.get("error", payload.get("detail"))
             if isinstance(error, dict) and isinstance(error.get("message"), str):
-                return _one_line(error["message"])
+                return self._clean(error["message"])
             if error is not None:
-                return _one_line(error if isinstance(error, str) else json.dumps(error))
-        return _one_line(self.text) or "(empty body)"
+                return self._clean(error if isinstance(error, str) else json.dumps(error))
+        return self._clean(self.text) or "(empty body)"
+
+    def _clean(self, text: str) -> str:
+        return _one_line(redact(text, self.secrets) or "")
 
 
 async def post_json(
@@ -59,7 +64,13 @@ async def post_json(
     *,
     headers: dict[str, str] | None = None,
 ) -> JsonAnswer:
-    """POST ``body`` as JSON; raises ``EmbeddingError`` only when no response arrived."""
+    """POST ``body`` as JSON; raises ``EmbeddingError`` only when no response arrived. No error
+    text ever repeats a header value sent (an API key) or anything shaped like a credential."""
+    secrets = tuple(v for v in (headers or {}).values() if v)
+    for value in list(secrets):
+        scheme, _, token = value.partition(" ")
+        if token:
+            secrets += (token,)
     try:
         response = await client.post(url, json=body, headers=headers)
     except httpx.TimeoutException as error:
@@ -69,19 +80,20 @@ async def post_json(
     except httpx.ConnectError as error:
         raise EmbeddingError(
             f"{url}: cannot connect, connection refused or host unreachable "
-            f"({_one_line(str(error)) or type(error).__name__})"
+            f"({_one_line(redact(str(error), secrets) or '') or type(error).__name__})"
         ) from error
     except httpx.HTTPError as error:
         # e.g. the server closed the connection without answering.
         raise EmbeddingError(
-            f"{url}: request failed ({type(error).__name__}: {_one_line(str(error))})"
+            f"{url}: request failed ({type(error).__name__}: {_one_line(redact(str(error), secrets) or '')})"
         ) from error
     text = response.text
     try:
         payload, is_json = json.loads(text), True
     except ValueError:
         payload, is_json = None, False
-    return JsonAnswer(url=url, status=response.status_code, payload=payload, text=text, is_json=is_json)
+    return JsonAnswer(url=url, status=response.status_code, payload=payload, text=text, is_json=is_json,
+                      secrets=secrets)
 
 
 def ok_payload(answer: JsonAnswer) -> object:
@@ -92,7 +104,7 @@ def ok_payload(answer: JsonAnswer) -> object:
     if not answer.is_json:
         raise EmbeddingError(
             f"{answer.url}: malformed JSON in HTTP {answer.status} response: "
-            f"{_one_line(answer.text) or '(empty body)'}"
+            f"{answer._clean(answer.text) or '(empty body)'}"
         )
     return answer.payload
 

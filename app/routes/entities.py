@@ -36,16 +36,16 @@ class EntityController(Controller):
     async def by_name(self, name: Name, entity_service: EntityService, limit: Limit = 20) -> list[EntityOut]:
         return [entity_out(e) for e in await entity_service.find_by_name(name, limit)]
 
-    @get("/{entity_id:int}", summary="Get an entity", responses=errors(400, 404))
+    @get("/{entity_id:str}", summary="Get an entity", responses=errors(400, 404))
     async def get_one(self, entity_id: PathId, entity_service: EntityService) -> EntityOut:
         return entity_out(await entity_service.get(entity_id))
 
-    @delete("/{entity_id:int}", summary="Delete an entity, its relationships and its vector",
+    @delete("/{entity_id:str}", summary="Delete an entity, its relationships and its vector",
           responses=errors(400, 404))
     async def remove(self, entity_id: PathId, entity_service: EntityService) -> None:
         await entity_service.delete(entity_id)
 
-    @get("/{entity_id:int}/relationships", summary="An entity's relationships (outgoing by default)",
+    @get("/{entity_id:str}/relationships", summary="An entity's relationships (outgoing by default)",
           responses=errors(400, 404),
           description='`direction=out|in|both`.')
     async def relationships(

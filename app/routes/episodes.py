@@ -56,17 +56,17 @@ class EpisodeController(Controller):
         return EpisodeSearchOut(query=q, match=match, results=[EpisodeHit(episode=episode_out(h.item), score=h.score)
                                                                for h in hits])
 
-    @get("/{episode_id:int}", summary="Get an episode", responses=errors(400, 404))
+    @get("/{episode_id:str}", summary="Get an episode", responses=errors(400, 404))
     async def get_one(self, episode_id: PathId, episode_service: EpisodeService) -> EpisodeOut:
         return episode_out(await episode_service.get(episode_id))
 
-    @patch("/{episode_id:int}", summary="Change an episode's text or metadata (re-indexed and re-embedded)",
+    @patch("/{episode_id:str}", summary="Change an episode's text or metadata (re-indexed and re-embedded)",
           responses=errors(400, 404, 413),
           description='Fields left out stay as they are.')
     async def update(self, episode_id: PathId, data: UpdateEpisode, episode_service: EpisodeService) -> EpisodeOut:
         changes = EpisodeChanges(data.user_message, data.ai_response, data.token_count, data.metadata)
         return episode_out(await episode_service.update(episode_id, changes))
 
-    @delete("/{episode_id:int}", summary="Delete an episode and its vector", responses=errors(400, 404))
+    @delete("/{episode_id:str}", summary="Delete an episode and its vector", responses=errors(400, 404))
     async def remove(self, episode_id: PathId, episode_service: EpisodeService) -> None:
         await episode_service.delete(episode_id)

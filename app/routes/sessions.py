@@ -30,20 +30,20 @@ class SessionController(Controller):
     async def by_external(self, external_id: str, session_service: SessionService) -> SessionOut:
         return session_out(await session_service.by_external_id(external_id))
 
-    @get("/{session_id:int}", summary="Get a session", responses=errors(400, 404))
+    @get("/{session_id:str}", summary="Get a session", responses=errors(400, 404))
     async def get_one(self, session_id: PathId, session_service: SessionService) -> SessionOut:
         return session_out(await session_service.get(session_id))
 
-    @patch("/{session_id:int}", summary="Replace a session's metadata", responses=errors(400, 404, 413))
+    @patch("/{session_id:str}", summary="Replace a session's metadata", responses=errors(400, 404, 413))
     async def update(self, session_id: PathId, data: UpdateSession, session_service: SessionService) -> SessionOut:
         return session_out(await session_service.update(session_id, data.metadata))
 
-    @delete("/{session_id:int}", summary="Delete a session, its episodes, summaries and their vectors",
+    @delete("/{session_id:str}", summary="Delete a session, its episodes, summaries and their vectors",
           responses=errors(400, 404))
     async def remove(self, session_id: PathId, session_service: SessionService) -> None:
         await session_service.delete(session_id)
 
-    @get("/{session_id:int}/episodes", summary="A session's episodes, oldest first, with the total",
+    @get("/{session_id:str}/episodes", summary="A session's episodes, oldest first, with the total",
           responses=errors(400, 404),
           description='Paginated with `limit` and `offset`; `total` counts every episode of the session.')
     async def episodes_of(
@@ -51,6 +51,6 @@ class SessionController(Controller):
     ) -> EpisodePage:
         return episode_page(await episode_service.of_session(session_id, limit, offset))
 
-    @get("/{session_id:int}/summaries", summary="A session's summaries, oldest first", responses=errors(400, 404))
+    @get("/{session_id:str}/summaries", summary="A session's summaries, oldest first", responses=errors(400, 404))
     async def summaries_of(self, session_id: PathId, summary_service: SummaryService) -> list[SummaryOut]:
         return [summary_out(s) for s in await summary_service.of_session(session_id)]

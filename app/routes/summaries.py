@@ -19,10 +19,10 @@ class SummaryController(Controller):
                          data.episode_count, data.token_count, data.metadata)
         return summary_out(await summary_service.add(new))
 
-    @get("/{summary_id:int}", summary="Get a summary", responses=errors(400, 404))
+    @get("/{summary_id:str}", summary="Get a summary", responses=errors(400, 404))
     async def get_one(self, summary_id: PathId, summary_service: SummaryService) -> SummaryOut:
         return summary_out(await summary_service.get(summary_id))
 
-    @delete("/{summary_id:int}", summary="Delete a summary and its vector", responses=errors(400, 404))
+    @delete("/{summary_id:str}", summary="Delete a summary and its vector", responses=errors(400, 404))
     async def remove(self, summary_id: PathId, summary_service: SummaryService) -> None:
         await summary_service.delete(summary_id)

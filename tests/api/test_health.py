@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from litestar.testing import TestClient
 
@@ -9,23 +11,41 @@ from app.container import build_container
 from app.main import create_app
 from tests.api.test_errors import assert_error
 
-COMPONENTS = {"store", "vectorIndex", "embedder", "embeddingBacklog"}
+COMPONENTS = {"store", "disk", "vectorIndex", "embedder", "embeddingBacklog"}
+
+
+def wait_health(client, predicate, path: str = "/health", headers=None, polls: int = 400) -> dict:
+    """Poll until the background checks show what ``predicate`` wants (bounded, no timing asserted)."""
+    body: dict = {}
+    for _ in range(polls):
+        body = client.get(path, headers=headers or {}).json()
+        if predicate(body):
+            return body
+        time.sleep(0.01)
+    raise AssertionError(f"{path} never reached the expected state: {body}")
 
 
 def test_health_reports_ok_and_every_component(client):
-    response = client.get("/health")
-    assert response.status_code == 200
-    body = response.json()
-    assert set(body) == {"status", "components"}
-    assert body["status"] == "ok"
+    body = wait_health(client, lambda b: b["status"] == "ok")
+    assert set(body) == {"status", "ready", "components"} and body["ready"] is True
     components = body["components"]
     assert set(components) == COMPONENTS
-    assert components["store"] == {"status": "ok", "error": None}
+    assert components["store"]["status"] == "ok" and components["store"]["writable"] is True
+    assert components["store"]["critical"] and components["disk"]["critical"]
+    assert components["disk"]["freeBytes"] > 0
     assert components["vectorIndex"]["status"] == "ok" and components["vectorIndex"]["kind"] == "memory"
     embedder = components["embedder"]
     assert (embedder["status"], embedder["reachable"], embedder["dimension"], embedder["kind"]) == (
         "ok", True, 16, "fake")
-    assert set(components["embeddingBacklog"]) == {"pending", "failing", "oldestAgeSeconds", "lastError"}
+    assert {"pending", "failing", "dead", "oldestAgeSeconds"} <= set(components["embeddingBacklog"])
+    for component in components.values():
+        assert component["checkedAt"] and component["ageSeconds"] >= 0
+
+
+def test_liveness_and_readiness_routes(client):
+    assert client.get("/health/live").json() == {"status": "ok"}
+    wait_health(client, lambda b: b["status"] == "ready", "/health/ready")
+    assert client.get("/health/ready").status_code == 200
 
 
 def test_health_shows_the_embedding_backlog(make_settings):
@@ -34,9 +54,9 @@ def test_health_shows_the_embedding_backlog(make_settings):
         session = client.post("/sessions", json={"externalId": "backlog"}).json()["id"]
         for i in range(3):
             client.post("/episodes", json={"sessionId": session, "userMessage": f"m{i}", "aiResponse": "r"})
-        backlog = client.get("/health").json()["components"]["embeddingBacklog"]
-    assert backlog["pending"] == 3
-    assert backlog["failing"] == 0
+        body = wait_health(client, lambda b: b["components"]["embeddingBacklog"].get("pending") == 3)
+    backlog = body["components"]["embeddingBacklog"]
+    assert backlog["failing"] == 0 and backlog["dead"] == 0
     assert isinstance(backlog["oldestAgeSeconds"], float) and backlog["oldestAgeSeconds"] >= 0
 
 
@@ -45,13 +65,12 @@ def test_health_is_degraded_but_answers_when_the_embedder_is_down(make_settings)
     container = build_container(settings)
     container.embedder().go_down()
     with TestClient(create_app(settings, container)) as client:
-        response = client.get("/health")
-        assert response.status_code == 200
-        body = response.json()
-        assert body["status"] == "degraded"
-        assert body["components"]["embedder"]["status"] == "down"
+        body = wait_health(client, lambda b: b["status"] == "degraded")
+        assert client.get("/health").status_code == 200
+        assert body["components"]["embedder"]["status"] == "degraded"
         assert body["components"]["embedder"]["error"]
         assert body["components"]["store"]["status"] == "ok"
+        assert client.get("/health/ready").status_code == 200  # the API still serves reads and writes
         session = client.post("/sessions", json={"externalId": "still-writable"})
         assert session.status_code == 201
 
@@ -62,8 +81,13 @@ def locked(make_settings):
         yield client
 
 
-def test_with_an_api_key_health_stays_open(locked):
-    assert locked.get("/health").status_code == 200
+def test_with_an_api_key_health_stays_open_but_shows_only_the_status(locked):
+    response = locked.get("/health")
+    assert response.status_code == 200 and set(response.json()) == {"status"}
+    assert locked.get("/health/live").status_code == 200
+    assert locked.get("/health/ready").status_code in (200, 503)
+    full = wait_health(locked, lambda b: "components" in b, headers={"Authorization": "Bearer s3cret-key"})
+    assert set(full["components"]) == COMPONENTS
 
 
 @pytest.mark.parametrize("headers", [{}, {"Authorization": "Bearer wrong"}, {"Authorization": "s3cret-key"},
@@ -81,7 +105,7 @@ def test_with_the_right_bearer_token_routes_answer(locked):
 
 
 EXPECTED_OPERATIONS = {
-    ("get", "/health"),
+    ("get", "/health"), ("get", "/health/live"), ("get", "/health/ready"),
     ("post", "/sessions"), ("get", "/sessions"), ("get", "/sessions/{session_id}"),
     ("patch", "/sessions/{session_id}"), ("delete", "/sessions/{session_id}"),
     ("get", "/sessions/by-external/{external_id}"), ("get", "/sessions/{session_id}/episodes"),
