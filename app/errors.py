@@ -42,6 +42,8 @@ def domain_error(_: Request, exc: DomainError) -> Response[ErrorBody]:
 
 
 _MISSING_FIELD = re.compile(r"missing required field `([^`]+)`")
+_UNKNOWN_FIELD = re.compile(r"unknown field `([^`]+)`")
+_NAMED_FIELD = re.compile(r"^(createdAt|since|until): ")
 _MISSING_PARAM = re.compile(r"Missing required \w+ parameter '([^']+)'")
 
 
@@ -56,6 +58,13 @@ def _field_and_message(key: str | None, message: str) -> tuple[str | None, str]:
         key = None
         if message == "'data'":  # Litestar's KeyError text when there is no body at all
             return None, "a JSON request body is required"
+    unknown = _UNKNOWN_FIELD.search(message)
+    if unknown:
+        name = f"{key}.{unknown.group(1)}" if key else unknown.group(1)
+        return name, f"unknown field {name!r}: the request body allows only the documented fields"
+    named = _NAMED_FIELD.match(message)
+    if named:
+        return named.group(1), message
     missing = _MISSING_FIELD.search(message)
     if missing:
         key = f"{key}.{missing.group(1)}" if key else missing.group(1)
@@ -66,8 +75,12 @@ def _field_and_message(key: str | None, message: str) -> tuple[str | None, str]:
     return None, message
 
 
-def validation_error(_: Request, exc: ValidationException) -> Response[ErrorBody]:
+def validation_error(request: Request, exc: ValidationException) -> Response[ErrorBody]:
     extra = exc.extra if isinstance(exc.extra, list) else []
+    if extra and isinstance(extra[0], dict) and str(extra[0].get("source")) in ("path", "ParamType.PATH") \
+            and str(extra[0].get("message", "")).startswith("Expected `int`, got"):
+        # Ids are ASCII digits only ("+1", "1_0", "٣" are not ids): such a path names no record.
+        return _body(404, "not_found", f"no such resource: {request.url.path}")
     if extra and isinstance(extra[0], dict):
         field, message = _field_and_message(extra[0].get("key") or None, str(extra[0].get("message") or exc.detail))
     else:

@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 
 from domain.context import ContextPackage
-from domain.models import Entity, Episode, Page, Relationship, Session, Summary
+from domain.models import Entity, Episode, Page, Relationship, Session, Summary, to_utc
 from domain.retrieval import LegInfo, SearchResult
 
 Meta = dict[str, Any]
@@ -22,17 +22,31 @@ class Camel(msgspec.Struct, rename="camel", kw_only=True):
     pass
 
 
+class Body(Camel, forbid_unknown_fields=True):
+    """A request body: a field the service does not know is a 400 naming it, never ignored (a
+    misspelt ``sessionId`` or ``minScore`` must not look understood)."""
+
+
+def _utc(value: datetime | None, name: str) -> datetime | None:
+    if value is None:
+        return None
+    try:
+        return to_utc(value)
+    except ValueError as exc:
+        raise ValueError(f"{name}: {exc}") from None  # msgspec turns it into a 400
+
+
 # -- requests -------------------------------------------------------------------------------------
-class CreateSession(Camel):
+class CreateSession(Body):
     external_id: Name
     metadata: Meta = {}
 
 
-class UpdateSession(Camel):
+class UpdateSession(Body):
     metadata: Meta
 
 
-class CreateEpisode(Camel):
+class CreateEpisode(Body):
     session_id: Id
     user_message: Text
     ai_response: Text
@@ -40,39 +54,42 @@ class CreateEpisode(Camel):
     metadata: Meta = {}
     created_at: datetime | None = None
 
+    def __post_init__(self) -> None:
+        self.created_at = _utc(self.created_at, "createdAt")
 
-class EpisodeBatch(Camel):
+
+class EpisodeBatch(Body):
     episodes: Annotated[list[CreateEpisode], msgspec.Meta(min_length=1, max_length=1000)]
 
 
-class UpdateEpisode(Camel):
+class UpdateEpisode(Body):
     user_message: Text | None = None
     ai_response: Text | None = None
     token_count: Count | None = None
     metadata: Meta | None = None
 
 
-class UpsertEntity(Camel):
+class UpsertEntity(Body):
     name: Name
     type: Name
     notes: Text | None = None
     metadata: Meta = {}
 
 
-class UpsertRelationship(Camel):
+class UpsertRelationship(Body):
     from_id: Id
     to_id: Id
     label: Name
     metadata: Meta = {}
 
 
-class DeleteRelationship(Camel):
+class DeleteRelationship(Body):
     from_id: Id
     to_id: Id
     label: Name
 
 
-class CreateSummary(Camel):
+class CreateSummary(Body):
     session_id: Id
     content: Text
     first_episode_id: Id | None = None
@@ -85,7 +102,7 @@ class CreateSummary(Camel):
 SourceName = Literal["episodes", "entities", "summaries"]
 
 
-class SearchRequest(Camel):
+class SearchRequest(Body):
     query: Annotated[str, msgspec.Meta(min_length=1, max_length=4000)]
     limit: Annotated[int, msgspec.Meta(ge=1, le=200)] = 10
     session_id: Id | None = None
@@ -94,8 +111,11 @@ class SearchRequest(Camel):
     since: datetime | None = None
     until: datetime | None = None
 
+    def __post_init__(self) -> None:
+        self.since, self.until = _utc(self.since, "since"), _utc(self.until, "until")
 
-class ContextRequest(Camel):
+
+class ContextRequest(Body):
     query: Annotated[str, msgspec.Meta(min_length=1, max_length=4000)]
     session_id: Id
     token_budget: Annotated[int, msgspec.Meta(ge=1, le=10_000_000)]

@@ -1,7 +1,11 @@
 """The memory's records: immutable values handed between the domain, its ports and the edges.
 
-Timestamps are ISO-8601 UTC strings with milliseconds (``2026-01-02T03:04:05.678Z``); metadata is
-a JSON object, kept parsed.
+Timestamps are ISO-8601 UTC strings with milliseconds (``2026-01-02T03:04:05.678Z``), years
+always four digits; metadata is a JSON object, kept parsed.
+
+Every datetime a client gives (``createdAt``, ``since``, ``until``, imported rows) follows one rule,
+``to_utc``: an offset is honoured, a naive value is taken as UTC, and the instant must lie within
+``EARLIEST``..``LATEST`` (UTC years 0001-9999, the range four-digit ISO-8601 years can write).
 """
 
 from __future__ import annotations
@@ -16,21 +20,40 @@ T = TypeVar("T")
 Metadata = Mapping[str, Any]
 
 
+EARLIEST = datetime(1, 1, 1, tzinfo=UTC)
+LATEST = datetime(9999, 12, 31, 23, 59, 59, 999000, tzinfo=UTC)
+RANGE_TEXT = "0001-01-01T00:00:00Z to 9999-12-31T23:59:59.999Z"
+
+
+def to_utc(moment: datetime) -> datetime:
+    """``moment`` as an aware UTC datetime (naive means UTC); ``ValueError`` outside the range."""
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    try:
+        converted = moment.astimezone(UTC)
+    except OverflowError:
+        converted = None
+    if converted is None or not EARLIEST <= converted <= LATEST:
+        raise ValueError(f"{moment.isoformat()} is outside the supported range {RANGE_TEXT}")
+    return converted
+
+
 def utc_now() -> str:
     """The current time in the store's timestamp format."""
     return format_timestamp(datetime.now(UTC))
 
 
 def format_timestamp(moment: datetime) -> str:
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+    moment = to_utc(moment)
+    # strftime's %Y does not zero-pad years below 1000 on every platform; the format must.
+    return (f"{moment.year:04d}-{moment.month:02d}-{moment.day:02d}T{moment.hour:02d}:{moment.minute:02d}:"
+            f"{moment.second:02d}.{moment.microsecond // 1000:03d}Z")
 
 
 def parse_timestamp(text: str) -> datetime:
-    """Parse a stored or client-given ISO-8601 timestamp; naive values are taken as UTC."""
-    moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+    """Parse a stored or client-given ISO-8601 timestamp by the ``to_utc`` rule (``ValueError``
+    when it is not one, or out of range)."""
+    return to_utc(datetime.fromisoformat(text.replace("Z", "+00:00")))
 
 
 @dataclass(frozen=True, slots=True)

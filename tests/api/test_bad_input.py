@@ -116,7 +116,7 @@ def test_ids_beyond_64_bit_or_below_one_are_a_400(client, path, value):
     _assert_clear_error(client.get(path.format(value)), 400)
 
 
-@pytest.mark.parametrize("value", ["abc", "1.5", "1e3", "%20"])
+@pytest.mark.parametrize("value", ["abc", "1.5", "1e3", "%20", "+1", "%D9%A1", "1_0", "%201", "0x1", "01"])
 def test_a_non_integer_id_is_a_404(client, value):
     _assert_clear_error(client.get(f"/episodes/{value}"), 404)
 

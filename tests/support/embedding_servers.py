@@ -18,7 +18,8 @@ The ``mode`` can be switched at any time: ``ok``; ``down`` (stops listening and 
 connections, so clients get connection refused); ``hangup`` (accepts, then closes without an
 answer); ``slow`` (answers after ``slow_seconds``, meant to exceed the client timeout);
 ``error500``; ``malformed`` (a 200 with broken JSON); ``wrong_dimension`` (vectors of
-``dimension + 1``). Vectors are the HashEmbedder's: the same text always gives the same vector.
+``dimension + 1``). ``max_chars`` refuses any request holding a longer text with a 400, as a
+server does for an input over its context length (a poison record). Vectors are the HashEmbedder's: the same text always gives the same vector.
 
     with EmbeddingTestServer("ollama", dimension=8) as server:
         server.url; server.mode = "error500"; server.requests[-1].body; server.texts_embedded
@@ -74,6 +75,7 @@ class EmbeddingTestServer:
         api_key: str | None = None,
         models: tuple[str, ...] | None = None,
         reverse_order: bool = False,
+        max_chars: int | None = None,
         host: str = "127.0.0.1",
         port: int = 0,
     ) -> None:
@@ -87,6 +89,7 @@ class EmbeddingTestServer:
         self.api_key = api_key
         self.models = models
         self.reverse_order = reverse_order
+        self.max_chars = max_chars
         self.requests: list[ReceivedRequest] = []
         self.texts_embedded: list[str] = []
         self._host = host
@@ -220,6 +223,9 @@ class EmbeddingTestServer:
             return _json(404, {"error": f"no route for POST {path}"})
         if not isinstance(body, dict):
             return _json(400, {"error": "body must be a JSON object"})
+        if self.max_chars is not None and any(len(t) > self.max_chars for t in _texts_of(body)):
+            # What Ollama and OpenAI-compatible servers say of an input over the context length.
+            return _json(400, {"error": f"the input length exceeds the context length ({self.max_chars})"})
         size = self.dimension + 1 if mode == "wrong_dimension" else self.dimension
         reply, texts = self._answer(body, headers, size)
         if mode == "ok" and texts:
@@ -269,7 +275,9 @@ class EmbeddingTestServer:
 
     def _openai(self, body: dict[str, Any], headers: dict[str, str], size: int) -> tuple[_Reply, list[str]]:
         if self.api_key is not None and headers.get("authorization") != f"Bearer {self.api_key}":
-            error = {"message": "Incorrect API key provided", "type": "invalid_request_error"}
+            # Like some upstreams, echo what was sent: the service must never repeat it.
+            sent = headers.get("authorization", "").removeprefix("Bearer ")
+            error = {"message": f"Incorrect API key provided: {sent}", "type": "invalid_request_error"}
             return _json(401, {"error": error}), []
         model = body.get("model")
         texts = _input_texts(body.get("input"))
@@ -290,6 +298,13 @@ class EmbeddingTestServer:
             "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
         }
         return _json(200, payload), texts
+
+
+def _texts_of(body: dict[str, Any]) -> list[str]:
+    found = body.get("texts", body.get("input", body.get("text")))
+    if isinstance(found, str):
+        return [found]
+    return [t for t in found if isinstance(t, str)] if isinstance(found, list) else []
 
 
 def _is_text_list(value: object) -> bool:
