@@ -7,17 +7,31 @@ reproduces the content exactly. The vector index is not exported: it is derived 
 import queues an embedding job for every episode, entity and summary it brings in.
 
 Backup uses SQLite's online backup API, page by page, so it is safe while the server runs.
+
+An import trusts nothing in its file: every row passes the API's own rules (types, lengths, id
+ranges, a JSON object for metadata, timestamps by ``domain.models.to_utc``, rewritten in the
+store's one format), unknown columns and unknown schema versions are refused, and one bad row
+imports nothing. Exports and backups are created mode 0600, never overwrite a file and never
+follow a symlink unless ``force`` is given (then the target is replaced, not written through).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Annotated, Any
 
+import msgspec
+
+from adapters.sqlite.database import create_private
 from adapters.sqlite.schema import SCHEMA_VERSION, migrate
+from app.schemas import Count, Id, Name, Text
+from domain.models import format_timestamp, parse_timestamp
 
 FORMAT = "nexusai-memory-export"
 FORMAT_VERSION = 1
@@ -29,6 +43,107 @@ BACKUP_PAGES = 1024  # pages copied per step; the server's writer may run betwee
 
 class BackupError(RuntimeError):
     """A clear, one-line reason an export, import or backup could not be done."""
+
+
+# -- what an imported row may hold: the API's rules, on the stored column names ---------------------
+Stamp = Annotated[str, msgspec.Meta(max_length=64)]
+MetaText = Annotated[str, msgspec.Meta(max_length=10_000_000)]
+
+
+class _Row(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    id: Id
+    metadata: MetaText = "{}"
+    created_at: Stamp
+
+
+class SessionRow(_Row, kw_only=True):
+    external_id: Name
+    updated_at: Stamp
+
+
+class EpisodeRow(_Row, kw_only=True):
+    session_id: Id
+    user_message: Text
+    ai_response: Text
+    token_count: Count | None = None
+
+
+class EntityRow(_Row, kw_only=True):
+    name: Name
+    type: Name
+    notes: Text | None = None
+    updated_at: Stamp
+
+
+class RelationshipRow(_Row, kw_only=True):
+    from_id: Id
+    to_id: Id
+    label: Name
+
+
+class SummaryRow(_Row, kw_only=True):
+    session_id: Id
+    content: Text
+    first_episode_id: Id | None = None
+    last_episode_id: Id | None = None
+    episode_count: Count = 0
+    token_count: Count | None = None
+
+
+ROW_TYPES: dict[str, type[_Row]] = {"sessions": SessionRow, "episodes": EpisodeRow, "entities": EntityRow,
+                                    "relationships": RelationshipRow, "summaries": SummaryRow}
+_STAMPS = ("created_at", "updated_at")
+
+
+def validated_row(table: str, row: dict[str, Any], number: int) -> dict[str, Any]:
+    """``row`` checked by the API's rules and normalised (canonical timestamps), or ``BackupError``."""
+    try:
+        checked = msgspec.convert(row, ROW_TYPES[table], strict=True)
+    except msgspec.ValidationError as exc:
+        raise BackupError(f"line {number}: {table} row: {exc}") from None
+    values = msgspec.structs.asdict(checked)
+    try:
+        metadata = json.loads(values["metadata"])
+    except ValueError:
+        metadata = None
+    if not isinstance(metadata, dict):
+        raise BackupError(f"line {number}: {table} row {values['id']}: metadata must be a JSON object")
+    values["metadata"] = json.dumps(metadata, ensure_ascii=False, separators=(",", ":"))
+    for name in _STAMPS:
+        if name in values:
+            try:
+                values[name] = format_timestamp(parse_timestamp(values[name]))
+            except ValueError as exc:
+                raise BackupError(f"line {number}: {table} row {values['id']}: {name}: {exc}") from None
+    return values
+
+
+def _write_private(target: str | Path, force: bool, write) -> None:
+    """Write a new file at ``target`` (mode 0600) through ``write(file)``, whole or not at all.
+
+    The data goes to a private temporary file beside the target first; it is then linked into
+    place (refused when anything, a symlink included, is there) or, with ``force``, renamed over
+    it: a symlink is replaced, never written through."""
+    target = Path(target)
+    if not force and (target.exists() or target.is_symlink()):
+        raise BackupError(f"{target} exists; choose a new file or pass --force to replace it")
+    handle, scratch = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent or ".")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8", newline="\n") as out:
+            write(out)
+            out.flush()
+            os.fsync(out.fileno())
+        if force:
+            os.replace(scratch, target)
+        else:
+            try:
+                os.link(scratch, target)
+            except FileExistsError:
+                raise BackupError(f"{target} exists; choose a new file or pass --force to replace it") from None
+            os.unlink(scratch)
+    finally:
+        if os.path.exists(scratch):
+            os.unlink(scratch)
 
 
 @dataclass(frozen=True)
@@ -54,8 +169,9 @@ def _rows(conn: sqlite3.Connection, table: str) -> Iterator[dict]:
         yield dict(row)
 
 
-def export_store(db_path: str, target: str | Path) -> Counts:
-    """Write every record of the store at ``db_path`` to ``target`` as JSON Lines.
+def export_store(db_path: str, target: str | Path, force: bool = False) -> Counts:
+    """Write every record of the store at ``db_path`` to ``target`` as JSON Lines (a new file,
+    mode 0600; ``force`` replaces an existing one).
 
     Reads one consistent snapshot (a single read transaction), so it is safe while serving."""
     counts = dict.fromkeys(TABLES, 0)
@@ -63,12 +179,15 @@ def export_store(db_path: str, target: str | Path) -> Counts:
     try:
         conn.execute("BEGIN")  # one snapshot across all tables
         version = conn.execute("PRAGMA user_version").fetchone()[0]
-        with open(target, "w", encoding="utf-8", newline="\n") as out:
+
+        def write(out) -> None:
             out.write(json.dumps({"format": FORMAT, "version": FORMAT_VERSION, "schemaVersion": version}) + "\n")
             for table in TABLES:
                 for row in _rows(conn, table):
                     out.write(json.dumps({"table": table, "row": row}, ensure_ascii=False) + "\n")
                     counts[table] += 1
+
+        _write_private(target, force, write)
         conn.execute("COMMIT")
     finally:
         conn.close()
@@ -82,6 +201,10 @@ def _records(source: str | Path) -> Iterator[tuple[int, str, dict]]:
             raise BackupError(f"{source}: not a memory-service export (first line has no format {FORMAT!r})")
         if header.get("version") != FORMAT_VERSION:
             raise BackupError(f"{source}: export format version {header.get('version')!r} is not supported")
+        schema = header.get("schemaVersion")
+        if type(schema) is not int or not 1 <= schema <= SCHEMA_VERSION:
+            raise BackupError(f"{source}: schemaVersion {schema!r} is not one this service knows "
+                              f"(1 to {SCHEMA_VERSION}); upgrade the service to import it")
         for number, line in enumerate(lines, start=2):
             if not line.strip():
                 continue
@@ -111,6 +234,7 @@ def import_store(db_path: str, source: str | Path) -> Counts:
     if db_path == ":memory:":
         raise BackupError("SQLITE_PATH is :memory:; import needs a database file")
     Path(db_path).expanduser().parent.mkdir(parents=True, exist_ok=True)
+    create_private(Path(db_path).expanduser())
     conn = sqlite3.connect(db_path, isolation_level=None)
     counts = dict.fromkeys(TABLES, 0)
     queued = 0
@@ -121,10 +245,11 @@ def import_store(db_path: str, source: str | Path) -> Counts:
         try:
             migrate(conn)
             columns = {t: [r[1] for r in conn.execute(f"PRAGMA table_info({t})")] for t in TABLES}
-            for number, table, row in _records(source):
-                unknown = set(row) - set(columns[table])
-                if unknown or "id" not in row:
+            for number, table, raw in _records(source):
+                unknown = set(raw) - set(columns[table])
+                if unknown or "id" not in raw:
                     raise BackupError(f"line {number}: {table} row has unknown columns {sorted(unknown)} or no id")
+                row = validated_row(table, raw, number)
                 names = list(row)
                 try:
                     conn.execute(
@@ -157,9 +282,16 @@ def backup_store(db_path: str, target: str | Path) -> Counts:
     """Copy the live database to ``target`` with SQLite's online backup API (refuses to
     overwrite an existing file)."""
     target = Path(target)
-    if target.exists():
-        raise BackupError(f"{target} exists; choose a new file for the backup")
-    source = _open_read_only(db_path)
+    try:
+        # Created here, private and exclusive: never an existing file, never through a symlink.
+        os.close(os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600))
+    except FileExistsError:
+        raise BackupError(f"{target} exists; choose a new file for the backup") from None
+    try:
+        source = _open_read_only(db_path)
+    except BaseException:
+        target.unlink(missing_ok=True)
+        raise
     try:
         destination = sqlite3.connect(target)
         try:

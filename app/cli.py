@@ -128,11 +128,14 @@ def _run_backup_step(step, *args) -> None:
 
 
 @cli.command("export")
-def export_(path: Annotated[str, typer.Argument(help="the JSON Lines file to write")]) -> None:
+def export_(
+    path: Annotated[str, typer.Argument(help="the JSON Lines file to write (a new file, mode 0600)")],
+    force: Annotated[bool, typer.Option("--force", help="replace PATH if it exists (a symlink is replaced, not followed)")] = False,
+) -> None:
     """Write every session, episode, entity, relationship and summary to PATH (JSON Lines)."""
     from app.backup import export_store
 
-    _run_backup_step(export_store, _store_path(_settings()), path)
+    _run_backup_step(export_store, _store_path(_settings()), path, force)
 
 
 @cli.command("import")
