@@ -1,0 +1,190 @@
+"""Issue 11's measurements: the cost of ``SQLITE_SYNCHRONOUS=full`` and admission control under load.
+
+    .venv/bin/python bench/hardening.py [--synchronous-seconds 5] [--overload-seconds 10]
+                                        [--connections 8,64,256] [--max-in-flight 64] [--scale 10k]
+
+1. **synchronous**: the real store (``SqliteMemoryStore``, group-committing writer) on a scratch
+   file, ``add_episodes`` of one episode from 1, 8 and 64 concurrent writers, FULL against NORMAL:
+   writes/s and p50/p99 latency. Group commit shares one fsync between the writers waiting, so the
+   cost of FULL shrinks as concurrency grows.
+2. **overload**: ``memory-service serve`` on a scratch copy of the bench store, ``mixed.lua``
+   under wrk at each connection count, with admission control on (``MAX_IN_FLIGHT``) and off
+   (``0``): throughput, wrk's p99 over every answer, the p99 of *admitted* requests (from the
+   server's own latency histogram, 503s left out), the 503 share, and ``/health`` latency measured
+   while the load runs.
+
+A benchmark, never a test: every loop is bounded, only 127.0.0.1 is contacted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+import httpx
+
+BENCH = Path(__file__).resolve().parent
+sys.path.insert(0, str(BENCH.parent))
+sys.path.insert(0, str(BENCH))
+
+import load  # noqa: E402
+from run import RESULTS, Server, Wrk, ensure_wrk, log  # noqa: E402
+
+from adapters.sqlite.store import SqliteMemoryStore  # noqa: E402
+from domain.models import NewEpisode  # noqa: E402
+
+
+# -- 1. synchronous = FULL vs NORMAL ----------------------------------------------------------------
+async def _write_rate(path: Path, synchronous: str, writers: int, seconds: float) -> dict:
+    store = SqliteMemoryStore.open(str(path), synchronous)
+    session = await store.create_session(f"bench-{synchronous}-{writers}", {})
+    latencies: list[float] = []
+    deadline = time.perf_counter() + seconds
+
+    async def writer(number: int) -> None:
+        count = 0
+        while time.perf_counter() < deadline:
+            started = time.perf_counter()
+            await store.add_episodes([NewEpisode(session.id, f"writer {number} message {count}", "a reply")])
+            latencies.append(time.perf_counter() - started)
+            count += 1
+
+    started = time.perf_counter()
+    await asyncio.gather(*(writer(n) for n in range(writers)))
+    elapsed = time.perf_counter() - started
+    await store.close()
+    latencies.sort()
+    return {"synchronous": synchronous, "writers": writers, "writes": len(latencies),
+            "writes_per_s": round(len(latencies) / elapsed, 1),
+            "p50_ms": round(1e3 * latencies[len(latencies) // 2], 3),
+            "p99_ms": round(1e3 * latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))], 3)}
+
+
+def bench_synchronous(seconds: float, directory: Path) -> list[dict]:
+    rows = []
+    for writers in (1, 8, 64):
+        for mode in ("full", "normal"):
+            path = directory / f"sync-{mode}-{writers}.db"
+            log(f"synchronous={mode}, {writers} concurrent writers, {seconds:g} s")
+            rows.append(asyncio.run(_write_rate(path, mode, writers, seconds)))
+    return rows
+
+
+# -- 2. admission control under mixed load ------------------------------------------------------------
+def _histogram(url: str) -> dict[float, float]:
+    """Cumulative bucket counts of every admitted (non-503) request, summed over routes."""
+    text = httpx.get(url + "/metrics", timeout=30).text
+    buckets: dict[float, float] = {}
+    for line in text.splitlines():
+        if not line.startswith("memory_http_request_duration_seconds_bucket{") or 'status="503"' in line:
+            continue
+        labels, value = line.rsplit(" ", 1)
+        bound = labels.split('le="', 1)[1].split('"', 1)[0]
+        key = float("inf") if bound == "+Inf" else float(bound)
+        buckets[key] = buckets.get(key, 0.0) + float(value)
+    return buckets
+
+
+def _quantile(before: dict[float, float], after: dict[float, float], q: float) -> float | None:
+    deltas = sorted((bound, after.get(bound, 0.0) - before.get(bound, 0.0)) for bound in after)
+    total = deltas[-1][1] if deltas else 0.0
+    if total <= 0:
+        return None
+    return next(bound for bound, count in deltas if count >= q * total)
+
+
+def _probe_health(url: str, stop: threading.Event, samples: list[float]) -> None:
+    with httpx.Client(timeout=30) as client:
+        while not stop.is_set():
+            started = time.perf_counter()
+            client.get(url + "/health")
+            samples.append(time.perf_counter() - started)
+            stop.wait(0.2)
+
+
+def bench_overload(args, wrk_binary: str, queries_file: Path, words_file: Path) -> list[dict]:
+    manifest = load.ensure_store(args.scale, log)
+    rows = []
+    for limit in (args.max_in_flight, 0):
+        scratch = load.scratch_copy(args.scale)
+        server = Server(scratch, {"MAX_IN_FLIGHT": str(limit)}, probe_path="/episodes/1")
+        wrk = Wrk(wrk_binary, {"BENCH_MAX_ID": str(manifest["episodes"]), "BENCH_SESSIONS": str(manifest["sessions"]),
+                               "BENCH_QUERIES": str(queries_file), "BENCH_WORDS": str(words_file)})
+        try:
+            wrk.run(server.url, "mixed.lua", 8, 2)  # warm up
+            for connections in args.connections:
+                log(f"mixed load, MAX_IN_FLIGHT={limit}, {connections} connections, {args.overload_seconds:g} s")
+                before = _histogram(server.url)
+                stop, health = threading.Event(), []
+                prober = threading.Thread(target=_probe_health, args=(server.url, stop, health))
+                prober.start()
+                measured = wrk.run(server.url, "mixed.lua", connections, args.overload_seconds, server.pid)
+                stop.set()
+                prober.join()
+                after = _histogram(server.url)
+                rejected = measured["error_detail"]["status"]  # 503s, and 404s for ids deleted meanwhile
+                rows.append({
+                    "max_in_flight": limit, "connections": connections, "req_per_s": measured["req_per_s"],
+                    "p99_ms_all": measured["p99_ms"], "p99_ms_admitted": _ms(_quantile(before, after, 0.99)),
+                    "non_2xx_share": round(rejected / measured["requests"], 4) if measured["requests"] else None,
+                    "timeouts": measured["error_detail"]["timeout"],
+                    "health_p50_ms": round(1e3 * statistics.median(health), 1) if health else None,
+                    "health_max_ms": round(1e3 * max(health), 1) if health else None,
+                })
+                server.wait_for_backlog(120)
+        finally:
+            server.stop()
+    return rows
+
+
+def _ms(seconds: float | None) -> float | str | None:
+    if seconds is None:
+        return None
+    return f">{1e3 * 10:g}" if seconds == float("inf") else round(1e3 * seconds, 1)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="Measure synchronous=FULL's cost and admission control.")
+    parser.add_argument("--synchronous-seconds", type=float, default=5.0, help="per row; 0 skips")
+    parser.add_argument("--overload-seconds", type=float, default=10.0, help="per wrk row; 0 skips")
+    parser.add_argument("--connections", default="8,64,256")
+    parser.add_argument("--max-in-flight", type=int, default=64)
+    parser.add_argument("--scale", default="10k")
+    args = parser.parse_args()
+    args.connections = [int(c) for c in args.connections.split(",")]
+    record: dict = {"command": " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]),
+                    "started": datetime.now(UTC).isoformat(timespec="seconds")}
+    with tempfile.TemporaryDirectory() as tmp:
+        if args.synchronous_seconds > 0:
+            record["synchronous"] = bench_synchronous(args.synchronous_seconds, Path(tmp))
+            print("\nsynchronous   writers  writes/s   p50 ms   p99 ms")
+            for row in record["synchronous"]:
+                print(f"{row['synchronous']:<12} {row['writers']:>8} {row['writes_per_s']:>9} "
+                      f"{row['p50_ms']:>8} {row['p99_ms']:>8}")
+        if args.overload_seconds > 0:
+            gen = load.TextGenerator()
+            queries_file, words_file = Path(tmp) / "queries.txt", Path(tmp) / "words.txt"
+            queries_file.write_text("\n".join(gen.queries(2_000)) + "\n")
+            words_file.write_text("\n".join(gen.words[:3000]) + "\n")
+            record["overload"] = bench_overload(args, ensure_wrk(), queries_file, words_file)
+            print("\nmax_in_flight  conns   req/s  p99 ms (all)  p99 ms (admitted)  non-2xx  timeouts  /health p50/max ms")
+            for row in record["overload"]:
+                print(f"{row['max_in_flight']:>13} {row['connections']:>6} {row['req_per_s']:>7} "
+                      f"{row['p99_ms_all']:>13} {row['p99_ms_admitted']!s:>18} {row['non_2xx_share']:>8} "
+                      f"{row['timeouts']:>9}  {row['health_p50_ms']}/{row['health_max_ms']}")
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    target = RESULTS / f"hardening-{record['started'].replace(':', '')}.json"
+    target.write_text(json.dumps(record, indent=2))
+    print(f"\nwritten to {target}")
+
+
+if __name__ == "__main__":
+    main()
