@@ -132,6 +132,8 @@ class HealthMonitor:
 
     # -- what the routes read ------------------------------------------------------------------
     def status(self) -> str:
+        """``down`` when a critical component is down, ``starting`` before every check has run once,
+        ``degraded`` when any component is not ok (a non-critical one down included), else ``ok``."""
         components = self._components.values()
         if any(c.critical and c.reading.status == DOWN for c in components):
             return DOWN
@@ -177,11 +179,11 @@ def standard_monitor(container, settings: Settings, dead_lettered: Callable[[], 
 
     async def vector_index() -> Reading:
         error = await container.vector_index().health()
-        return Reading(OK if error is None else DEGRADED, {"kind": settings.vector_index}, error)
+        return Reading(OK if error is None else DOWN, {"kind": settings.vector_index}, error)
 
     async def embedder() -> Reading:
         probe = await container.embedder().probe()
-        return Reading(OK if probe.reachable else DEGRADED,
+        return Reading(OK if probe.reachable else DOWN,
                        {"kind": settings.embedder, "reachable": probe.reachable, "model": probe.model,
                         "dimension": probe.dimension}, probe.error)
 

@@ -67,7 +67,7 @@ def test_health_is_degraded_but_answers_when_the_embedder_is_down(make_settings)
     with TestClient(create_app(settings, container)) as client:
         body = wait_health(client, lambda b: b["status"] == "degraded")
         assert client.get("/health").status_code == 200
-        assert body["components"]["embedder"]["status"] == "degraded"
+        assert body["components"]["embedder"]["status"] == "down"
         assert body["components"]["embedder"]["error"]
         assert body["components"]["store"]["status"] == "ok"
         assert client.get("/health/ready").status_code == 200  # the API still serves reads and writes

@@ -38,6 +38,8 @@ DOCUMENTED = {
     ("get", "/rankers"): {401},
     ("get", "/metrics"): {401},
     ("get", "/health"): set(),
+    ("get", "/health/live"): set(),
+    ("get", "/health/ready"): set(),
 }
 
 

@@ -8,15 +8,11 @@ import pytest
 from litestar.testing import TestClient
 
 from app.main import create_app
+from tests.support.process import backlog_pending, fresh_health
 
 
 def drained(client: TestClient, timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if client.get("/health").json()["components"]["embeddingBacklog"]["pending"] == 0:
-            return
-        time.sleep(0.05)
-    raise AssertionError("the embedding backlog did not drain")
+    fresh_health(client, lambda body: backlog_pending(body) == 0, timeout)
 
 
 def add(client: TestClient, sid: int, user: str, ai: str = "ok", **extra) -> int:
@@ -127,7 +123,7 @@ def test_writes_still_answer_201_while_the_embedder_is_down_and_drain_after(clie
         add(client, session_id, f"remember item {i}")
     assert len(client.get("/episodes/search", params={"q": "remember"}).json()["results"]) == 3
     time.sleep(0.3)  # let the worker try and fail at least once
-    health = client.get("/health").json()
+    health = fresh_health(client, lambda body: backlog_pending(body) == 3)
     assert health["status"] == "degraded"
     assert health["components"]["embedder"]["reachable"] is False
     assert health["components"]["embeddingBacklog"]["pending"] == 3

@@ -45,7 +45,7 @@ def test_with_a_key_set_every_route_but_health_needs_the_bearer_token(keyed):
     routes = _routes(schema)
     assert len(routes) >= 25
     for method, path in routes:
-        if (method, path) == ("GET", "/health"):
+        if path.startswith("/health"):
             continue
         for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": KEY},
                         {"Authorization": f"Basic {KEY}"}, {"Authorization": f"Bearer {KEY}x"},

@@ -7,16 +7,11 @@ import time
 from litestar.testing import TestClient
 
 from app.main import create_app
+from tests.support.process import backlog_pending, fresh_health
 
 
 def wait_drained(client: TestClient, timeout: float = 30.0) -> dict:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        backlog = client.get("/health").json()["components"]["embeddingBacklog"]
-        if backlog["pending"] == 0:
-            return backlog
-        time.sleep(0.05)
-    raise AssertionError("the embedding backlog did not drain")
+    return fresh_health(client, lambda body: backlog_pending(body) == 0, timeout)["components"]["embeddingBacklog"]
 
 
 def test_a_restart_with_a_non_empty_outbox_drains_it_into_qdrant_edge(make_settings, tmp_path):
@@ -26,7 +21,7 @@ def test_a_restart_with_a_non_empty_outbox_drains_it_into_qdrant_edge(make_setti
         sid = client.post("/sessions", json={"externalId": "restart"}).json()["id"]
         batch = [{"sessionId": sid, "userMessage": f"note {i} about gardening", "aiResponse": "ok"} for i in range(20)]
         assert client.post("/episodes/batch", json={"episodes": batch}).status_code == 201
-        assert client.get("/health").json()["components"]["embeddingBacklog"]["pending"] == 20
+        assert backlog_pending(fresh_health(client)) == 20
     with TestClient(create_app(settings)) as client:
         wait_drained(client)
         body = client.post("/search", json={"query": "note 7 about gardening", "sessionId": sid,

@@ -19,6 +19,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.support.process import wait_for_backlog
 from tests.support.server import ServiceProcess, service_env
 
 IN_FLIGHT = 3
@@ -108,12 +109,7 @@ def test_a_store_shut_down_by_sigterm_reopens_with_its_data_and_vectors(db_path)
         assert server.stop() == 0, server.stderr()
         server.start()
         assert httpx.get(f"{server.url}/episodes/{created['id']}").status_code == 200
-        for _ in range(POLL_LIMIT):  # the outbox resumes after restart; wait for it, bounded
-            backlog = httpx.get(f"{server.url}/health").json()["components"]["embeddingBacklog"]["pending"]
-            if backlog == 0:
-                break
-            time.sleep(0.05)
-        assert backlog == 0
+        wait_for_backlog(server.url, pending=0)  # the outbox resumes after restart; bounded
         metrics = httpx.get(f"{server.url}/metrics").text
         assert 'memory_vector_points{collection="episodes"} 1.0' in metrics
         assert server.stop() == 0, server.stderr()

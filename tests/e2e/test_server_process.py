@@ -10,6 +10,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.support.process import backlog_pending, fresh_health
 from tests.support.server import ServiceProcess, run_service, service_env
 
 pytestmark = pytest.mark.e2e
@@ -19,14 +20,7 @@ DRAIN_BOUND = 60.0  # seconds: a bound on waiting, not a speed requirement
 
 def wait_for_empty_backlog(http: httpx.Client) -> dict:
     """Poll /health until the embedding outbox is empty; fail (with the last health) at the bound."""
-    deadline = time.monotonic() + DRAIN_BOUND
-    while True:
-        health = http.get("/health").json()
-        if health["components"]["embeddingBacklog"]["pending"] == 0:
-            return health
-        if time.monotonic() > deadline:
-            pytest.fail(f"the embedding backlog did not drain: {health}")
-        time.sleep(0.1)
+    return fresh_health(http, lambda body: backlog_pending(body) == 0, DRAIN_BOUND)
 
 
 def seed(http: httpx.Client) -> dict:
@@ -84,8 +78,7 @@ def vector_hit_ids(http: httpx.Client, query: str, sources: list[str]) -> list[i
 def test_the_server_keeps_everything_across_a_graceful_restart(server, db_path):
     assert Path(f"{db_path}.qdrant").is_dir()  # the embedded Qdrant Edge default, beside the database
     with httpx.Client(base_url=server.url, timeout=30) as http:
-        health = http.get("/health").json()
-        assert health["status"] == "ok", health
+        health = fresh_health(http, lambda body: body["status"] == "ok")
         assert health["components"]["vectorIndex"]["kind"] == "edge"
         assert health["components"]["embedder"]["dimension"] == 64
         seeded = seed(http)

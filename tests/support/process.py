@@ -16,6 +16,7 @@ import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Self
 
@@ -232,30 +233,46 @@ def service_stats(env: Mapping[str, str]) -> dict:
     return json.loads(done.stdout)
 
 
+def now_stamp() -> str:
+    """The wall clock in /health's ``checkedAt`` format, for "checked after this moment"."""
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def is_fresh(body: dict, since: str) -> bool:
+    """Whether every component of a /health body was checked at or after ``since``: /health
+    answers from background checks, so a body read right after a write may predate it."""
+    components = body.get("components") or {}
+    return bool(components) and all((c.get("checkedAt") or "") >= since for c in components.values())
+
+
+def fresh_health(client, predicate=lambda body: True, timeout: float = 60.0, headers=None) -> dict:
+    """Poll ``client.get("/health")`` (an httpx or Litestar test client) until a body checked
+    after this call satisfies ``predicate``; bounded, raising with the last body."""
+    since = now_stamp()
+    deadline = time.monotonic() + timeout
+    body: dict = {}
+    while time.monotonic() < deadline:
+        body = client.get("/health", headers=dict(headers or {})).json()
+        if is_fresh(body, since) and predicate(body):
+            return body
+        time.sleep(0.02)
+    raise AssertionError(f"/health never reached the expected state within {timeout}s: {body}")
+
+
+def backlog_pending(body: dict) -> int | None:
+    return body["components"]["embeddingBacklog"].get("pending")
+
+
 def wait_for_backlog(url: str, pending: int = 0, timeout: float = 120.0, headers: Mapping[str, str] | None = None
                      ) -> dict:
     """Poll ``GET /health`` until the embedding backlog is at most ``pending``; returns the last
     health body (bounded: raises with the last body on time-out)."""
-    deadline = time.monotonic() + timeout
-    body: dict = {}
-    with httpx.Client(base_url=url, timeout=10.0, headers=dict(headers or {})) as client:
-        while time.monotonic() < deadline:
-            body = client.get("/health").json()
-            left = body["components"]["embeddingBacklog"]["pending"]
-            if left is not None and left <= pending:
-                return body
-            time.sleep(0.1)
-    raise AssertionError(f"the backlog did not reach {pending} within {timeout}s: {body}")
+    with httpx.Client(base_url=url, timeout=10.0) as client:
+        return fresh_health(client, lambda b: (backlog_pending(b) is not None and backlog_pending(b) <= pending),
+                            timeout, headers)
 
 
 def wait_for_health(url: str, predicate, timeout: float = 60.0) -> dict:
     """Poll ``GET /health`` until ``predicate(body)`` holds (bounded)."""
-    deadline = time.monotonic() + timeout
-    body: dict = {}
     with httpx.Client(base_url=url, timeout=10.0) as client:
-        while time.monotonic() < deadline:
-            body = client.get("/health").json()
-            if predicate(body):
-                return body
-            time.sleep(0.1)
-    raise AssertionError(f"/health never reached the expected state within {timeout}s: {body}")
+        return fresh_health(client, predicate, timeout)

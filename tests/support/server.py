@@ -31,7 +31,8 @@ SERVICE_VARIABLES = (
     "EMBEDDER", "EMBEDDING_SERVICE_URL", "OLLAMA_URL", "OPENAI_BASE_URL", "OPENAI_API_KEY", "EMBEDDING_MODEL",
     "EMBEDDING_DIM", "EMBEDDING_TIMEOUT", "EMBEDDING_BATCH", "EMBEDDING_WORKER", "MEMORY_API_KEY",
     "DEFAULT_RANKER", "RRF_K", "WEIGHTED_ALPHA", "RECENCY_HALF_LIFE_DAYS", "MMR_LAMBDA", "LOG_LEVEL",
-    "LOG_FORMAT", "MAX_BODY_BYTES",
+    "LOG_FORMAT", "MAX_BODY_BYTES", "SQLITE_SYNCHRONOUS", "MAX_IN_FLIGHT", "CORS_ORIGINS", "EMBEDDING_MAX_ATTEMPTS",
+    "HEALTH_INTERVAL", "MIN_FREE_DISK_MB",
 )
 STDERR_TAIL = 4000  # characters of stderr quoted in an error
 _ADDRESS_IN_USE = ("address already in use", "errno 98", "errno 48")
@@ -72,6 +73,7 @@ def service_env(
     env["EMBEDDER"] = "hash"
     env["EMBEDDING_DIM"] = "64"
     env["LOG_LEVEL"] = "warning"
+    env["HEALTH_INTERVAL"] = "0.1"  # tests poll /health for what they wrote: keep the checks frequent
     if sqlite_path is not None:
         env["SQLITE_PATH"] = str(sqlite_path)
     env.update(variables or {})
