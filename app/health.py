@@ -37,6 +37,7 @@ from litestar.datastructures import State
 from app.config import Settings
 from domain.models import parse_timestamp
 from domain.redaction import redact
+from domain.vectors import COLLECTIONS
 
 log = logging.getLogger("nexusai.health")
 
@@ -178,8 +179,20 @@ def standard_monitor(container, settings: Settings, dead_lettered: Callable[[], 
         return Reading(OK, details)
 
     async def vector_index() -> Reading:
-        error = await container.vector_index().health()
-        return Reading(OK if error is None else DOWN, {"kind": settings.vector_index}, error)
+        index = container.vector_index()
+        error = await index.health()
+        if error is not None:
+            return Reading(DOWN, {"kind": settings.vector_index}, error)
+        # Consistency: every record is either a point or waiting in the outbox. Fewer points than
+        # that (a lost or emptied index) means search silently misses memories.
+        rows, backlog = await container.store().counts(), await container.store().backlog()
+        points = {name: await index.count(name) for name in COLLECTIONS}
+        missing = {name: rows[name] - points[name] for name in COLLECTIONS if rows[name] - points[name] > 0}
+        details = {"kind": settings.vector_index, "points": points}
+        if missing and sum(missing.values()) > backlog.pending + backlog.dead:
+            return Reading(DEGRADED, details, f"points missing with no embedding job queued: {missing}; "
+                                              "run `memory-service reindex`")
+        return Reading(OK, details)
 
     async def embedder() -> Reading:
         probe = await container.embedder().probe()

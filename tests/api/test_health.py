@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 import pytest
@@ -10,6 +11,7 @@ from litestar.testing import TestClient
 from app.container import build_container
 from app.main import create_app
 from tests.api.test_errors import assert_error
+from tests.support.process import fresh_health
 
 COMPONENTS = {"store", "disk", "vectorIndex", "embedder", "embeddingBacklog"}
 
@@ -139,3 +141,17 @@ def test_the_openapi_schema_uses_camel_case_bodies(client):
 
 def test_the_docs_ui_is_served(client):
     assert client.get("/schema/swagger").status_code == 200
+
+
+def test_an_emptied_vector_index_is_reported_not_called_ok(make_settings):
+    settings = make_settings()
+    container = build_container(settings)
+    with TestClient(create_app(settings, container)) as client:
+        sid = client.post("/sessions", json={"externalId": "lost-index"}).json()["id"]
+        for i in range(3):
+            client.post("/episodes", json={"sessionId": sid, "userMessage": f"m{i}", "aiResponse": "r"})
+        fresh_health(client, lambda b: b["status"] == "ok" and b["components"]["embeddingBacklog"]["pending"] == 0)
+        index = container.vector_index()
+        asyncio.run(index.delete("episodes", list(range(1, 10))))  # the points vanish, no job is queued
+        body = fresh_health(client, lambda b: b["components"]["vectorIndex"]["status"] != "ok")
+    assert body["status"] == "degraded" and "reindex" in body["components"]["vectorIndex"]["error"]
