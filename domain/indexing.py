@@ -158,7 +158,13 @@ class IndexingService:
         middle = len(jobs) // 2
         for half in (jobs[:middle], jobs[middle:]):
             half_error = await self._attempt(result, collection, half)
-            if half_error is not None:
+            if half_error is None:
+                continue
+            if isinstance(half_error, VectorIndexError):
+                # The index failed meanwhile: an outage, not these records' fault.
+                await self._defer(half, _describe(half_error))
+                result.deferred += len(half)
+            else:
                 await self._split(result, collection, half, half_error)
 
     async def _fail_alone(self, result: PassResult, job: OutboxJob, error: Exception) -> None:

@@ -181,8 +181,7 @@ class MemoryStore(Protocol):
 
     async def bury_jobs(self, job_ids: Sequence[int], error: str) -> None:
         """Give up on jobs (dead letters): bump attempts, keep the error, set ``dead_at``; a dead
-        job is never due and is not counted as pending, but stays until retried or its record
-        is deleted."""
+        job is never due and is not counted as pending, but stays until retried."""
         ...
 
     async def dead_jobs(self, limit: int) -> list[OutboxJob]:

@@ -9,6 +9,7 @@ import pytest
 from adapters.memory.fake_embedder import FakeEmbedder
 from adapters.memory.store import InMemoryMemoryStore
 from adapters.memory.vector_index import InMemoryVectorIndex
+from domain.errors import VectorIndexError
 from domain.indexing import MAX_DELAY, IndexingService, backoff_delay
 from domain.models import EpisodeChanges, NewEntity, NewEpisode, NewSummary
 from domain.vectors import VectorFilter
@@ -222,3 +223,27 @@ async def test_an_outage_defers_every_job_and_never_makes_dead_letters(world):
     embedder.recover()
     await drain(service, clock)
     assert await index.count("episodes") == 8
+
+
+async def test_an_index_failing_during_isolation_defers_without_dead_letters(world):
+    store, index, embedder, clock, service, sid = world
+    await _episodes(store, sid, 8, poison_at={1})
+    embedder.refuse("POISON")
+    calls = 0
+    original = index.upsert
+
+    async def upsert_then_break(collection, points):
+        nonlocal calls
+        calls += 1
+        if calls > 1:
+            raise VectorIndexError("the index went away (test)")
+        await original(collection, points)
+
+    index.upsert = upsert_then_break
+    service.max_attempts = 1  # any record failing alone would be buried at once
+    result = await service.run_once(64)
+    assert result.dead <= 1  # only the refused record itself can be buried
+    backlog = await store.backlog()
+    assert backlog.dead + backlog.pending + result.done == 8
+    assert all("POISON" in j.last_error or "index" in j.last_error for j in await store.dead_jobs(10))
+    assert not [j for j in await store.dead_jobs(10) if "index" in j.last_error]
