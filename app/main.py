@@ -118,13 +118,14 @@ def create_app(settings: Settings, container: Container | None = None) -> Litest
         debug=False,
         logging_config=None,  # app.logs configures logging; Litestar's default would replace its root handler
     )
-    # Gates run before routing, cheapest refusal first; the observer is outermost, so unrouted and
-    # refused requests and the final status (after error handlers) are all seen.
+    # Gates run before routing. Admission control is outermost: under overload a refusal must
+    # cost as little as possible (no request id, no log line; it has its own counter). Inside it
+    # the observer sees unrouted and refused-by-gate requests and the final status of the rest.
     handler = JsonBodiesOnly(app.asgi_handler)
     handler = ApiKeyGate(handler, settings.memory_api_key, OPEN_PATHS, cors=bool(settings.cors_origins))
-    admission = AdmissionControl(handler, settings.max_in_flight, ADMISSION_EXEMPT)
+    admission = AdmissionControl(RequestObserver(handler, service_metrics), settings.max_in_flight, ADMISSION_EXEMPT)
     service_metrics.watch_admission(admission)
-    app.asgi_handler = RequestObserver(admission, service_metrics)
+    app.asgi_handler = admission
     return app
 
 

@@ -28,7 +28,6 @@ log = logging.getLogger("nexusai.request")
 # nginx's "client closed request": the client went away before the answer; not a server error.
 CLIENT_CLOSED = 499
 DISCONNECTED = "nexusai.disconnected"  # scope key: the client hung up mid-request
-REJECTED = "nexusai.rejected"  # scope key: answered by a gate (overload), not by a handler
 
 REQUEST_ID_HEADER = b"x-request-id"
 MAX_REQUEST_ID = 128
@@ -123,7 +122,7 @@ class RequestObserver:
             if self.metrics is not None:
                 self.metrics.observe_request(method, route, status, seconds)
             duration_ms = round(seconds * 1000, 3)
-            level = logging.ERROR if status >= 500 and not scope.get(REJECTED) else logging.INFO
+            level = logging.ERROR if status >= 500 else logging.INFO
             log.log(level, "%s %s %s %.1fms request_id=%s", method, route, status, duration_ms, request_id,
                     extra={"request_id": request_id, "method": method, "path": route, "status": status,
                            "duration_ms": duration_ms})
@@ -171,7 +170,6 @@ class AdmissionControl:
             return
         if self.in_flight >= self.limit:
             self.rejected += 1
-            scope[REJECTED] = "overloaded"  # type: ignore[literal-required]
             await send_error(send, 503, "overloaded", "the service is at its limit of requests in flight; "
                              "retry after the Retry-After delay", [(b"retry-after", self.retry_after)])
             return
