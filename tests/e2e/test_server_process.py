@@ -4,7 +4,6 @@ the same files; and the start-up failures a misconfigured deployment sees."""
 from __future__ import annotations
 
 import signal
-import time
 from pathlib import Path
 
 import httpx
