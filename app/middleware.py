@@ -160,9 +160,15 @@ class AdmissionControl:
         self.app = app
         self.limit = limit
         self.exempt = frozenset(exempt)
-        self.retry_after = str(retry_after).encode()
         self.in_flight = 0
         self.rejected = 0
+        # Built once: under overload the refusal is the hot path.
+        body = json.dumps({"code": "overloaded", "message": "the service is at its limit of requests in flight; "
+                           "retry after the Retry-After delay", "field": None, "status": 503}).encode()
+        self._refusal_start = {"type": "http.response.start", "status": 503, "headers": [
+            (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+            (b"retry-after", str(retry_after).encode())]}
+        self._refusal_body = {"type": "http.response.body", "body": body}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or self.limit <= 0 or scope["path"] in self.exempt:
@@ -170,8 +176,8 @@ class AdmissionControl:
             return
         if self.in_flight >= self.limit:
             self.rejected += 1
-            await send_error(send, 503, "overloaded", "the service is at its limit of requests in flight; "
-                             "retry after the Retry-After delay", [(b"retry-after", self.retry_after)])
+            await send(self._refusal_start)
+            await send(self._refusal_body)
             return
         self.in_flight += 1
         try:
