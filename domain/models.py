@@ -165,6 +165,14 @@ class Page(Generic[T]):
 
 
 @dataclass(frozen=True, slots=True)
+class Neighbours:
+    """The episodes next to one episode in its session's order, nearest first on each side."""
+
+    before: Sequence[Episode]
+    after: Sequence[Episode]
+
+
+@dataclass(frozen=True, slots=True)
 class KeywordHit(Generic[T]):
     """One keyword-search result: the record and its BM25 relevance (higher is better)."""
 

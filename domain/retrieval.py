@@ -17,7 +17,7 @@ from typing import Protocol
 from domain.errors import DomainError, Invalid, NotFound
 from domain.keywords import recall_query
 from domain.models import Entity, Episode, Summary, parse_timestamp
-from domain.ranking import SOURCES, Candidate, Key, LegHit, RankingRequest
+from domain.ranking import MAX_CONTEXT_WINDOW, SOURCES, Candidate, Context, Key, LegHit, RankingRequest
 from domain.services import check_limit, check_text
 from domain.vectors import VectorFilter
 from ports.embedder import Embedder
@@ -101,11 +101,15 @@ class SearchService:
             self._timed("keyword", self._keyword_leg(q, sources, depth)),
         )
         candidates = await self._load(vector_hits, keyword_hits)
+        neighbours: dict[Key, Context] = {}
+        window = min(ranker.context_window, MAX_CONTEXT_WINDOW)
+        if window > 0 and candidates:
+            neighbours = await self._with_neighbours(candidates, window, q.since, q.until)
         if ranker.needs_vectors and candidates and query_vector is not None:
             candidates = await self._with_vectors(candidates)
         request = RankingRequest(
             query=q.query, query_vector=query_vector, vector_hits=vector_hits, keyword_hits=keyword_hits,
-            candidates=candidates, limit=q.limit, now=datetime.now(UTC),
+            candidates=candidates, limit=q.limit, now=datetime.now(UTC), neighbours=neighbours,
         )
         vec = {h.key: LegInfo(h.rank, h.score) for h in vector_hits}
         kw = {h.key: LegInfo(h.rank, h.score) for h in keyword_hits}
@@ -176,6 +180,30 @@ class SearchService:
                 key = (source, item.id)
                 candidates[key] = Candidate(key, item, parse_timestamp(item.created_at))
         return candidates
+
+    async def _with_neighbours(
+        self, candidates: dict[Key, Candidate], window: int, since: datetime | None, until: datetime | None,
+    ) -> dict[Key, Context]:
+        """Load the session neighbours of every episode candidate into ``candidates`` (in place)
+        and answer who neighbours whom. A neighbour outside the search's time range stays out:
+        the range is a filter, and context must not leak past it."""
+        ids = [item_id for source, item_id in candidates if source == "episodes"]
+        found = await self._store.episode_neighbours(ids, window)
+        context: dict[Key, Context] = {}
+        for episode_id, around in found.items():
+            sides: list[tuple[Key, ...]] = []
+            for side in (around.before, around.after):
+                keys = []
+                for episode in side:
+                    moment = parse_timestamp(episode.created_at)
+                    if (since is not None and moment < since) or (until is not None and moment > until):
+                        continue
+                    key = ("episodes", episode.id)
+                    candidates.setdefault(key, Candidate(key, episode, moment))
+                    keys.append(key)
+                sides.append(tuple(keys))
+            context[("episodes", episode_id)] = Context(before=sides[0], after=sides[1])
+        return context
 
     async def _with_vectors(self, candidates: dict[Key, Candidate]) -> dict[Key, Candidate]:
         by_source: dict[str, list[int]] = {}

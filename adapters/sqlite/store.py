@@ -13,8 +13,8 @@ from adapters.sqlite.schema import migrate
 from domain.errors import Conflict, Invalid, NotFound
 from domain.keywords import KeywordQuery
 from domain.models import (
-    Entity, Episode, EpisodeChanges, KeywordHit, Metadata, NewEntity, NewEpisode, NewRelationship,
-    NewSummary, Page, Relationship, Session, Summary, Upserted, format_timestamp, utc_now,
+    Entity, Episode, EpisodeChanges, KeywordHit, Metadata, Neighbours, NewEntity, NewEpisode,
+    NewRelationship, NewSummary, Page, Relationship, Session, Summary, Upserted, format_timestamp, utc_now,
 )
 from domain.outbox import Backlog, OutboxJob
 from ports.memory_store import Direction, Source
@@ -175,6 +175,32 @@ class SqliteMemoryStore:
             "SELECT * FROM episodes WHERE session_id = ? ORDER BY created_at DESC, id DESC LIMIT ?",
             (session_id, limit), rows.episode_of,
         )
+
+    async def episode_neighbours(self, episode_ids: Sequence[int], window: int) -> dict[int, Neighbours]:
+        wanted = list(dict.fromkeys(episode_ids))
+        if not wanted or window <= 0:
+            return {}
+
+        # Two index seeks per episode on (session_id, created_at, id); row values compare the
+        # (created_at, id) pair the way list_episodes orders it.
+        def op(conn: sqlite3.Connection) -> dict[int, Neighbours]:
+            out: dict[int, Neighbours] = {}
+            targets = conn.execute(
+                f"SELECT id, session_id, created_at FROM episodes WHERE id IN ({_in_list(wanted)})", wanted
+            ).fetchall()
+            for episode_id, session_id, created_at in targets:
+                sides = []
+                for cmp, order in (("<", "DESC"), (">", "ASC")):
+                    found = conn.execute(
+                        f"SELECT * FROM episodes WHERE session_id = ? AND (created_at, id) {cmp} (?, ?)"
+                        f" ORDER BY created_at {order}, id {order} LIMIT ?",
+                        (session_id, created_at, episode_id, window),
+                    ).fetchall()
+                    sides.append([rows.episode_of(r) for r in found])
+                out[episode_id] = Neighbours(before=sides[0], after=sides[1])
+            return out
+
+        return await self._db.read(op)
 
     # -- keyword search ------------------------------------------------------------------------
     async def keyword_search(
