@@ -7,17 +7,18 @@ and rankers, plugins included, then every question is searched with each ranker.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from app.config import Settings
 from app.container import build_container
 from domain.errors import Invalid
-from domain.evaluating import DEFAULT_KS, EvaluationService, RankerReport
+from domain.evaluating import DEFAULT_KS, EvaluationService, Loaded, RankerReport
 from domain.evaluation import Conversation, parse_jsonl, parse_locomo
 
 
@@ -41,32 +42,56 @@ def read_conversation(path: Path) -> Conversation:
         raise Invalid(f"{path}: cannot read it as a conversation: {exc}", field="file") from None
 
 
-async def evaluate(settings: Settings, paths: Sequence[Path], rankers: Sequence[str] | None,
-                   ks: Sequence[int] = DEFAULT_KS) -> EvaluationRun:
-    """Recall@k of ``rankers`` (default: every registered one, the default ranker first)."""
-    conversations = [read_conversation(path) for path in paths]
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """Conversations loaded and embedded in a throwaway store, ready to be searched."""
+
+    container: object
+    service: EvaluationService
+    loaded: list[Loaded]
+    load_seconds: float
+
+
+@contextlib.asynccontextmanager
+async def prepared(settings: Settings, conversations: Sequence[Conversation]) -> AsyncIterator[Prepared]:
+    """``conversations`` in a temporary SQLite file and vector index with the configured embedder
+    and rankers, removed on exit."""
     with tempfile.TemporaryDirectory(prefix="memory-eval-") as tmp:
         index = settings.vector_index if settings.vector_index != "server" else "edge"
         isolated = settings.with_overrides(
             store="sqlite", sqlite_path=f"{tmp}/eval.db", qdrant_path=f"{tmp}/eval.qdrant", vector_index=index,
         )
         container = build_container(isolated)
-        registry = container.rankers()
-        names = list(rankers) if rankers else [settings.default_ranker] + [
-            n for n in registry.names() if n != settings.default_ranker]
-        for name in names:
-            registry.get(name)  # an unknown name fails before minutes of loading
-        indexing = container.indexing()
-        await indexing.ensure_collections()
-        service = EvaluationService(container.sessions(), container.episodes(), indexing, container.search())
-        started = time.monotonic()
         try:
+            indexing = container.indexing()
+            await indexing.ensure_collections()
+            service = EvaluationService(container.sessions(), container.episodes(), indexing, container.search())
+            started = time.monotonic()
             loaded = [await service.load(c, batch=isolated.worker_batch) for c in conversations]
-            seconds = time.monotonic() - started
-            reports = await service.score(loaded, names, ks)
+            yield Prepared(container, service, loaded, time.monotonic() - started)
         finally:
             await _close(container)
-    return EvaluationRun(conversations, reports, settings.default_ranker, _embedder_label(settings), seconds)
+
+
+def ranker_names(settings: Settings, rankers: Sequence[str] | None) -> list[str]:
+    """The rankers asked for, checked (an unknown name fails before minutes of loading); by
+    default every registered one, the default ranker first."""
+    registry = build_container(settings).rankers()
+    names = list(rankers) if rankers else [settings.default_ranker] + [
+        n for n in registry.names() if n != settings.default_ranker]
+    for name in names:
+        registry.get(name)
+    return names
+
+
+async def evaluate(settings: Settings, paths: Sequence[Path], rankers: Sequence[str] | None,
+                   ks: Sequence[int] = DEFAULT_KS) -> EvaluationRun:
+    """Recall@k of ``rankers`` (default: every registered one, the default ranker first)."""
+    conversations = [read_conversation(path) for path in paths]
+    names = ranker_names(settings, rankers)
+    async with prepared(settings, conversations) as ready:
+        reports = await ready.service.score(ready.loaded, names, ks)
+    return EvaluationRun(conversations, reports, settings.default_ranker, _embedder_label(settings), ready.load_seconds)
 
 
 async def _close(container) -> None:

@@ -166,10 +166,10 @@ class Page(Generic[T]):
 
 @dataclass(frozen=True, slots=True)
 class Neighbours:
-    """The episodes next to one episode in its session's order, nearest first on each side."""
+    """The ids of the episodes next to one episode in its session's order, nearest first on each side."""
 
-    before: Sequence[Episode]
-    after: Sequence[Episode]
+    before: Sequence[int]
+    after: Sequence[int]
 
 
 @dataclass(frozen=True, slots=True)

@@ -69,9 +69,10 @@ class RankingRequest:
     limit: int
     now: datetime
     neighbours: Mapping[Key, Context] = field(default_factory=dict)
-    """For rankers with a ``context_window``: each episode candidate's neighbours in its session's
-    order. Every neighbour is itself a candidate (loaded even when no leg found it), so a ranker may
-    return it; episodes at a session's edge have shorter sides."""
+    """For rankers with a ``context_window``: the session neighbours of each episode candidate that
+    a leg ranked in its first ``CONTEXT_DEPTH``. Every neighbour is itself a candidate (loaded even
+    when no leg found it), so a ranker may return it; episodes at a session's edge have shorter
+    sides, and neighbours outside the search's time range are left out."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,6 +26,9 @@ from ports.ranker import Ranker
 from ports.vector_index import VectorIndex
 
 MIN_DEPTH = 50
+# Context is loaded around the candidates either leg ranks this high: a hit deeper in both legs is
+# too weak to lift its neighbours into an answer, and loading around all of them doubled the cost.
+CONTEXT_DEPTH = 20
 
 
 class RankerLookup(Protocol):
@@ -104,7 +107,8 @@ class SearchService:
         neighbours: dict[Key, Context] = {}
         window = min(ranker.context_window, MAX_CONTEXT_WINDOW)
         if window > 0 and candidates:
-            neighbours = await self._with_neighbours(candidates, window, q.since, q.until)
+            near_top = {hit.key for leg in (vector_hits, keyword_hits) for hit in leg if hit.rank <= CONTEXT_DEPTH}
+            neighbours = await self._with_neighbours(candidates, near_top, window, q.since, q.until)
         if ranker.needs_vectors and candidates and query_vector is not None:
             candidates = await self._with_vectors(candidates)
         request = RankingRequest(
@@ -182,27 +186,26 @@ class SearchService:
         return candidates
 
     async def _with_neighbours(
-        self, candidates: dict[Key, Candidate], window: int, since: datetime | None, until: datetime | None,
+        self, candidates: dict[Key, Candidate], near_top: set[Key], window: int,
+        since: datetime | None, until: datetime | None,
     ) -> dict[Key, Context]:
-        """Load the session neighbours of every episode candidate into ``candidates`` (in place)
-        and answer who neighbours whom. A neighbour outside the search's time range stays out:
-        the range is a filter, and context must not leak past it."""
-        ids = [item_id for source, item_id in candidates if source == "episodes"]
+        """Load the session neighbours of the episode candidates in ``near_top`` into ``candidates``
+        (in place) and answer who neighbours whom. A neighbour outside the search's time range
+        stays out: the range is a filter, and context must not leak past it."""
+        ids = [item_id for source, item_id in candidates if source == "episodes" and (source, item_id) in near_top]
         found = await self._store.episode_neighbours(ids, window)
+        missing = {i for around in found.values() for i in (*around.before, *around.after)}
+        missing -= set(ids)
+        for episode in await self._store.get_episodes(sorted(missing)) if missing else ():
+            key = ("episodes", episode.id)
+            moment = parse_timestamp(episode.created_at)
+            if (since is None or moment >= since) and (until is None or moment <= until):
+                candidates[key] = Candidate(key, episode, moment)
         context: dict[Key, Context] = {}
         for episode_id, around in found.items():
-            sides: list[tuple[Key, ...]] = []
-            for side in (around.before, around.after):
-                keys = []
-                for episode in side:
-                    moment = parse_timestamp(episode.created_at)
-                    if (since is not None and moment < since) or (until is not None and moment > until):
-                        continue
-                    key = ("episodes", episode.id)
-                    candidates.setdefault(key, Candidate(key, episode, moment))
-                    keys.append(key)
-                sides.append(tuple(keys))
-            context[("episodes", episode_id)] = Context(before=sides[0], after=sides[1])
+            before, after = (tuple(("episodes", i) for i in side if ("episodes", i) in candidates)
+                             for side in (around.before, around.after))
+            context[("episodes", episode_id)] = Context(before=before, after=after)
         return context
 
     async def _with_vectors(self, candidates: dict[Key, Candidate]) -> dict[Key, Candidate]:

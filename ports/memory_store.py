@@ -98,8 +98,8 @@ class MemoryStore(Protocol):
         ...
 
     async def episode_neighbours(self, episode_ids: Sequence[int], window: int) -> dict[int, Neighbours]:
-        """For each existing episode of ``episode_ids``, up to ``window`` episodes on each side of it
-        in its session's order (created_at, then id), nearest first. Unknown ids are left out."""
+        """For each existing episode of ``episode_ids``, the ids of up to ``window`` episodes on each
+        side of it in its session's order (created_at, then id), nearest first. Unknown ids are left out."""
         ...
 
     # -- keyword search ----------------------------------------------------------------------

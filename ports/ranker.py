@@ -17,11 +17,12 @@ class Ranker(Protocol):
     vector index, so only rankers that compare vectors set it.
 
     ``context_window`` (optional, default 0) asks for conversation context: for every episode
-    candidate, up to that many episodes on each side in session order are loaded as candidates too
-    and listed in ``RankingRequest.neighbours``, so a ranker can lift the turn next to a strong hit
-    even when neither leg found it. Each episode's ``created_at`` (its session date for imported
-    conversations) is on its candidate. It costs two index seeks per episode candidate; the service
-    caps it at ``MAX_CONTEXT_WINDOW``.
+    candidate that either leg ranks in its first ``CONTEXT_DEPTH`` (20), up to that many episodes on
+    each side in session order are loaded as candidates too and listed in
+    ``RankingRequest.neighbours``, so a ranker can lift the turn next to a strong hit even when
+    neither leg found it. Each episode's ``created_at`` (its session date for imported
+    conversations) is on its candidate. It costs two index seeks per such candidate; the service
+    caps the window at ``MAX_CONTEXT_WINDOW``.
 
     Plugins may implement this by duck typing (any object with these attributes and method); the
     hits they return need only ``key`` and ``score`` attributes.

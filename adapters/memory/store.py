@@ -161,7 +161,8 @@ class InMemoryMemoryStore:
             ordered = sorted((e for e in self.episodes.values() if e.session_id == episode.session_id),
                              key=lambda e: (e.created_at, e.id))
             at = ordered.index(episode)
-            out[episode_id] = Neighbours(before=ordered[max(at - window, 0):at][::-1], after=ordered[at + 1:at + 1 + window])
+            out[episode_id] = Neighbours(before=[e.id for e in ordered[max(at - window, 0):at][::-1]],
+                                         after=[e.id for e in ordered[at + 1:at + 1 + window]])
         return out
 
     # -- keyword search ------------------------------------------------------------------------

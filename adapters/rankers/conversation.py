@@ -16,6 +16,7 @@ No recency step: on dated conversations it cost recall (see the README's retriev
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from adapters.rankers.fusion import best_first, leg_by_key, z_scores
@@ -71,7 +72,13 @@ class ConversationRanker:
         asks = asks_about_time(request.query)
         if not asks and month is None and year is None:
             return
-        for key in scores:
+        # Only a candidate within time_weight of the limit-th score can reach the answer, so only
+        # those are read for time words (the reading is most of this ranker's CPU otherwise).
+        ordered = sorted(scores.values(), reverse=True)
+        reachable = ordered[min(request.limit, len(ordered)) - 1] - self._time if request.limit > 0 else math.inf
+        for key, score in scores.items():
             candidate = request.candidates[key]
-            if (asks and says_when(getattr(candidate.item, "text", ""))) or within(candidate.created_at, month, year):
-                scores[key] += self._time
+            if within(candidate.created_at, month, year) or (
+                asks and score >= reachable and says_when(getattr(candidate.item, "text", ""))
+            ):
+                scores[key] = score + self._time

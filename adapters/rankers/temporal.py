@@ -17,13 +17,15 @@ _ASKS_TIME = re.compile(
     r"\b(when|what (?:date|day|year|month|time)|which (?:date|day|year|month)|how long(?: ago)?|since when)\b",
     re.IGNORECASE,
 )
-_SAYS_TIME = re.compile(
-    r"\b(yesterday|today|tonight|tomorrow|ago|last (?:week|weekend|month|year|night|summer|winter|spring|fall)"
-    r"|next (?:week|weekend|month|year)|this (?:week|weekend|month|year|morning|summer)|recently|lately"
-    r"|since|monday|tuesday|wednesday|thursday|friday|saturday|sunday|weekend|"
-    + "|".join(MONTHS) + r"|(?:19|20)\d\d)\b",
-    re.IGNORECASE,
+# Words that date an event on their own, and the units that "last/next/this" turn into a date.
+# A set lookup per word: a regex alternation of these costs ten times more per candidate.
+_TIME_WORDS = frozenset(
+    """yesterday today tonight tomorrow ago recently lately since weekend monday tuesday wednesday
+    thursday friday saturday sunday""".split() + [m for m in MONTHS if m != "may"]
 )
+_TIME_UNITS = frozenset("week weekend month year night summer winter spring fall autumn morning".split())
+_DEICTIC = frozenset(("last", "next", "this", "past"))
+_TOKEN = re.compile(r"[a-z0-9]+")
 _MONTH = re.compile(r"\b(" + "|".join(MONTHS) + r")\b", re.IGNORECASE)
 _YEAR = re.compile(r"\b((?:19|20)\d\d)\b")
 
@@ -34,8 +36,16 @@ def asks_about_time(query: str) -> bool:
 
 
 def says_when(text: str) -> bool:
-    """The text dates something: a relative ("yesterday") or absolute (a month, a year) time."""
-    return _SAYS_TIME.search(text) is not None
+    """The text dates something: a relative ("yesterday", "last week") or absolute (a month, a
+    year) time. "May" is left out: as a word it is mostly the verb."""
+    previous = ""
+    for word in _TOKEN.findall(text.lower()):
+        if word in _TIME_WORDS or (word in _TIME_UNITS and previous in _DEICTIC):
+            return True
+        if len(word) == 4 and word[:2] in ("19", "20") and word.isdigit():
+            return True
+        previous = word
+    return False
 
 
 def named_period(query: str) -> tuple[int | None, int | None]:

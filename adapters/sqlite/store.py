@@ -180,25 +180,30 @@ class SqliteMemoryStore:
         wanted = list(dict.fromkeys(episode_ids))
         if not wanted or window <= 0:
             return {}
+        # One statement: two seeks per episode on (session_id, created_at, id), done inside SQLite;
+        # row values compare the (created_at, id) pair the way list_episodes orders it.
+        sql = f"""
+            WITH t AS (SELECT id, session_id, created_at FROM episodes WHERE id IN ({_in_list(wanted)}))
+            SELECT t.id, 0, e.id, e.created_at FROM t JOIN episodes e ON e.id IN (
+                SELECT b.id FROM episodes b WHERE b.session_id = t.session_id
+                AND (b.created_at, b.id) < (t.created_at, t.id) ORDER BY b.created_at DESC, b.id DESC LIMIT ?)
+            UNION ALL
+            SELECT t.id, 1, e.id, e.created_at FROM t JOIN episodes e ON e.id IN (
+                SELECT a.id FROM episodes a WHERE a.session_id = t.session_id
+                AND (a.created_at, a.id) > (t.created_at, t.id) ORDER BY a.created_at, a.id LIMIT ?)
+            UNION ALL
+            SELECT t.id, -1, NULL, NULL FROM t"""
 
-        # Two index seeks per episode on (session_id, created_at, id); row values compare the
-        # (created_at, id) pair the way list_episodes orders it.
         def op(conn: sqlite3.Connection) -> dict[int, Neighbours]:
-            out: dict[int, Neighbours] = {}
-            targets = conn.execute(
-                f"SELECT id, session_id, created_at FROM episodes WHERE id IN ({_in_list(wanted)})", wanted
-            ).fetchall()
-            for episode_id, session_id, created_at in targets:
-                sides = []
-                for cmp, order in (("<", "DESC"), (">", "ASC")):
-                    found = conn.execute(
-                        f"SELECT * FROM episodes WHERE session_id = ? AND (created_at, id) {cmp} (?, ?)"
-                        f" ORDER BY created_at {order}, id {order} LIMIT ?",
-                        (session_id, created_at, episode_id, window),
-                    ).fetchall()
-                    sides.append([rows.episode_of(r) for r in found])
-                out[episode_id] = Neighbours(before=sides[0], after=sides[1])
-            return out
+            sides: dict[int, tuple[list, list]] = {}
+            for target, side, other, created_at in conn.execute(sql, [*wanted, window, window]):
+                pair = sides.setdefault(target, ([], []))
+                if side >= 0:
+                    pair[side].append((created_at, other))
+            return {
+                target: Neighbours(before=[i for _, i in sorted(before, reverse=True)], after=[i for _, i in sorted(after)])
+                for target, (before, after) in sides.items()
+            }
 
         return await self._db.read(op)
 

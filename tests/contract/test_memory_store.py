@@ -461,11 +461,11 @@ async def test_episode_neighbours_follow_session_order_nearest_first(store: Memo
     found = await store.episode_neighbours([ordered[2].id, ordered[0].id, 999_999], 2)
     assert set(found) == {ordered[2].id, ordered[0].id}
     middle = found[ordered[2].id]
-    assert [e.id for e in middle.before] == [ordered[1].id, ordered[0].id]
-    assert [e.id for e in middle.after] == [ordered[3].id, ordered[4].id]
+    assert list(middle.before) == [ordered[1].id, ordered[0].id]
+    assert list(middle.after) == [ordered[3].id, ordered[4].id]
     first = found[ordered[0].id]
     assert list(first.before) == []
-    assert [e.id for e in first.after] == [ordered[1].id, ordered[2].id]
+    assert list(first.after) == [ordered[1].id, ordered[2].id]
     assert await store.episode_neighbours([ordered[2].id], 0) == {}
 
 
@@ -473,5 +473,5 @@ async def test_episodes_at_the_same_moment_are_ordered_by_id(store: MemoryStore)
     session = await a_session(store, "same")
     added = await store.add_episodes([NewEpisode(session.id, f"u{i}", "a", created_at=at(1)) for i in range(3)])
     found = await store.episode_neighbours([added[1].id], 1)
-    assert [e.id for e in found[added[1].id].before] == [added[0].id]
-    assert [e.id for e in found[added[1].id].after] == [added[2].id]
+    assert list(found[added[1].id].before) == [added[0].id]
+    assert list(found[added[1].id].after) == [added[2].id]
