@@ -110,6 +110,11 @@ def _embedder_label(s: Settings) -> str:
     return f"{s.embedder} ({s.embedding_dim}-d)"
 
 
+def spread_k(ks: Sequence[int]) -> int:
+    """The cut-off the spread between conversations is reported at: 10 when asked for, else the largest."""
+    return 10 if 10 in ks else max(ks)
+
+
 def render(run: EvaluationRun, ks: Sequence[int] = DEFAULT_KS) -> str:
     """The recall table, per ranker then per category, with the spread between conversations."""
     names = ", ".join(c.name for c in run.conversations)
@@ -118,10 +123,11 @@ def render(run: EvaluationRun, ks: Sequence[int] = DEFAULT_KS) -> str:
     for c in run.conversations:
         lines.append(f"  {c.name}: {len(c.questions)} questions; {c.report.describe()}")
     head = "".join(f"{f'R@{k}':>7}" for k in ks)
-    lines.append(f"{'ranker':<24}{head}  {'spread@10':>9}  questions")
+    at = spread_k(ks)
+    lines.append(f"{'ranker':<24}{head}  {f'spread@{at}':>9}  questions")
     for report in run.reports:
         cells = "".join(f"{report.overall.mean(k):>7.3f}" for k in ks)
-        lines.append(f"{report.ranker:<24}{cells}  {report.spread(10):>9.3f}  {report.overall.questions}")
+        lines.append(f"{report.ranker:<24}{cells}  {report.spread(at):>9.3f}  {report.overall.questions}")
         for name, score in sorted(report.categories.items()):
             cells = "".join(f"{score.mean(k):>7.3f}" for k in ks)
             lines.append(f"  {'category ' + name:<22}{cells}  {'':>9}  {score.questions}")

@@ -53,8 +53,9 @@ class RankerReport:
         def row(score: Score) -> dict:
             return {f"recall@{k}": score.mean(k) for k in ks} | {"questions": score.questions}
 
+        at = 10 if 10 in ks else max(ks)
         return row(self.overall) | {
-            "spread@10": self.spread(10) if 10 in ks else None,
+            f"spread@{at}": self.spread(at),
             "categories": {name: row(s) for name, s in sorted(self.categories.items())},
             "conversations": {name: row(s) for name, s in self.conversations.items()},
         }

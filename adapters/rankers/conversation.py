@@ -70,7 +70,7 @@ class ConversationRanker:
     def _lift_dated(self, request: RankingRequest, scores: dict[Key, float]) -> None:
         month, year = named_period(request.query)
         asks = asks_about_time(request.query)
-        if not asks and month is None and year is None:
+        if (not asks and month is None and year is None) or not scores:
             return
         # Only a candidate within time_weight of the limit-th score can reach the answer, so only
         # those are read for time words (the reading is most of this ranker's CPU otherwise).
