@@ -128,6 +128,8 @@ def render(run: EvaluationRun, ks: Sequence[int] = DEFAULT_KS) -> str:
     for report in run.reports:
         cells = "".join(f"{report.overall.mean(k):>7.3f}" for k in ks)
         lines.append(f"{report.ranker:<24}{cells}  {report.spread(at):>9.3f}  {report.overall.questions}")
+        if report.degraded:
+            lines.append(f"  WARNING: {report.degraded} searches answered by the keyword leg alone: {report.warning}")
         for name, score in sorted(report.categories.items()):
             cells = "".join(f"{score.mean(k):>7.3f}" for k in ks)
             lines.append(f"  {'category ' + name:<22}{cells}  {'':>9}  {score.questions}")

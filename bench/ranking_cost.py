@@ -55,7 +55,7 @@ def main() -> None:
     args = parser.parse_args()
     dim = 384 if args.embedder == "local" else 768
     settings = Settings(sqlite_path=":memory:", vector_index=args.index, embedder=args.embedder,
-                        embedding_dim=dim, worker_batch=128)
+                        embedding_model="all-MiniLM-L6-v2", embedding_dim=dim, worker_batch=128)
     files = sorted(args.data.glob("*.json"))
     rankers = args.rankers.split(",")
     result = asyncio.run(measure(settings, files, rankers, args.rounds))

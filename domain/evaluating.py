@@ -42,6 +42,8 @@ class RankerReport:
     overall: Score = field(default_factory=Score)
     categories: dict[str, Score] = field(default_factory=dict)
     conversations: dict[str, Score] = field(default_factory=dict)
+    degraded: int = 0  # searches answered by the keyword leg alone (embedder or index down)
+    warning: str | None = None
 
     def spread(self, k: int) -> float:
         """The largest minus the smallest per-conversation recall@k: how much a figure rests on one
@@ -56,6 +58,7 @@ class RankerReport:
         at = 10 if 10 in ks else max(ks)
         return row(self.overall) | {
             f"spread@{at}": self.spread(at),
+            "degraded": self.degraded,
             "categories": {name: row(s) for name, s in sorted(self.categories.items())},
             "conversations": {name: row(s) for name, s in self.conversations.items()},
         }
@@ -107,6 +110,9 @@ class EvaluationService:
                     result = await self._search.search(SearchQuery(
                         question.text, limit=max(ks), session_id=item.session_id, ranker=ranker))
                     report.ranker = ranker or f"default ({result.ranker})"
+                    if result.degraded:
+                        report.degraded += 1
+                        report.warning = result.warnings[0] if result.warnings else None
                     ranked = [hit.item.metadata.get("turnIds", []) for hit in result.hits]
                     values = {k: recall(question.evidence, ranked, k) for k in ks}
                     report.overall.add(values)
