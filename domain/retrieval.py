@@ -194,8 +194,8 @@ class SearchService:
         stays out: the range is a filter, and context must not leak past it."""
         ids = [item_id for source, item_id in candidates if source == "episodes" and (source, item_id) in near_top]
         found = await self._store.episode_neighbours(ids, window)
-        missing = {i for around in found.values() for i in (*around.before, *around.after)}
-        missing -= set(ids)
+        missing = {i for around in found.values() for i in (*around.before, *around.after)
+                   if ("episodes", i) not in candidates}
         for episode in await self._store.get_episodes(sorted(missing)) if missing else ():
             key = ("episodes", episode.id)
             moment = parse_timestamp(episode.created_at)
