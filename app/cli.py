@@ -7,6 +7,7 @@ import json
 import logging
 import signal
 import sys
+from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
@@ -107,6 +108,35 @@ def stats() -> None:
 
     settings = _settings()
     typer.echo(json.dumps(asyncio.run(collect_stats(settings)), indent=2))
+
+
+@cli.command("eval")
+def eval_(
+    files: Annotated[list[Path], typer.Argument(help="LoCoMo .json or turns+questions .jsonl conversations")],
+    rankers: Annotated[Optional[str], typer.Option(help="comma-separated rankers (default: all, default first)")] = None,
+    k: Annotated[str, typer.Option(help="comma-separated cut-offs")] = "5,10,20",
+    json_out: Annotated[Optional[Path], typer.Option("--json", help="also write the table here as JSON")] = None,
+) -> None:
+    """Evidence recall@k per ranker on conversations, in a throwaway store with the configured embedder."""
+    from app.evaluation import as_json, evaluate, render
+    from domain.errors import DomainError
+
+    settings = _settings()
+    configure_logging(settings)
+    try:
+        ks = tuple(int(v) for v in k.split(","))
+    except ValueError:
+        typer.echo(f"--k must be comma-separated whole numbers, not {k!r}", err=True)
+        raise typer.Exit(2) from None
+    chosen = [name.strip() for name in rankers.split(",") if name.strip()] if rankers else None
+    try:
+        run = asyncio.run(evaluate(settings, files, chosen, ks))
+    except DomainError as exc:
+        typer.echo(f"eval failed: {exc.message}", err=True)
+        raise typer.Exit(2) from None
+    typer.echo(render(run, ks))
+    if json_out is not None:
+        json_out.write_text(json.dumps(as_json(run, ks), indent=2))
 
 
 def _store_path(settings: Settings) -> str:

@@ -51,6 +51,7 @@ def _ranker_config(s: Settings) -> RankerConfig:
     return RankerConfig(
         rrf_k=s.rrf_k, weighted_alpha=s.weighted_alpha, recency_half_life_days=s.recency_half_life_days,
         mmr_lambda=s.mmr_lambda, vector_weight=s.vector_weight, keyword_weight=s.keyword_weight,
+        recency_weight=s.recency_weight, context_weight=s.context_weight, time_weight=s.time_weight,
         options=dict(s.ranker_options),
     )
 

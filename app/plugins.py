@@ -14,7 +14,7 @@ import pluggy
 
 from adapters.rankers import plugin as builtin_plugin
 from domain.errors import Invalid
-from domain.ranking import RankedHit, RankerConfig, RankingRequest
+from domain.ranking import MAX_CONTEXT_WINDOW, RankedHit, RankerConfig, RankingRequest
 from ports import hookspecs
 from ports.ranker import Ranker
 
@@ -129,6 +129,11 @@ def _as_rankers(provided: object, plugin: str) -> list[Ranker]:
             raise PluginError(f"ranker {name!r} of plugin {plugin!r} has no description string")
         if not isinstance(getattr(ranker, "needs_vectors", None), bool):
             raise PluginError(f"ranker {name!r} of plugin {plugin!r} must say needs_vectors = True or False")
+        window = getattr(ranker, "context_window", 0)
+        if not isinstance(window, int) or isinstance(window, bool) or not 0 <= window <= MAX_CONTEXT_WINDOW:
+            raise PluginError(
+                f"ranker {name!r} of plugin {plugin!r}: context_window must be an int from 0 to {MAX_CONTEXT_WINDOW}"
+            )
         if not callable(getattr(ranker, "rank", None)):
             raise PluginError(f"ranker {name!r} of plugin {plugin!r} has no rank(request) method")
     return list(provided)
@@ -142,7 +147,7 @@ class _GuardedRanker:
     plugin gives a short answer and a warning instead of a 500.
     """
 
-    __slots__ = ("_ranker", "_warned", "description", "name", "needs_vectors")
+    __slots__ = ("_ranker", "_warned", "context_window", "description", "name", "needs_vectors")
 
     def __init__(self, ranker: Ranker) -> None:
         self._ranker = ranker
@@ -150,6 +155,7 @@ class _GuardedRanker:
         self.name = ranker.name
         self.description = ranker.description
         self.needs_vectors = ranker.needs_vectors
+        self.context_window = getattr(ranker, "context_window", 0)  # optional for plugins: 0 = none
 
     def rank(self, request: RankingRequest) -> Sequence[RankedHit]:
         hits: list[RankedHit] = []

@@ -188,6 +188,14 @@ class Page(Generic[T]):
 
 
 @dataclass(frozen=True, slots=True)
+class Neighbours:
+    """The ids of the episodes next to one episode in its session's order, nearest first on each side."""
+
+    before: Sequence[int]
+    after: Sequence[int]
+
+
+@dataclass(frozen=True, slots=True)
 class KeywordHit(Generic[T]):
     """One keyword-search result: the record and its BM25 relevance (higher is better)."""
 

@@ -20,6 +20,9 @@ Key = tuple[str, int]
 
 SOURCES = ("episodes", "entities", "summaries")
 
+MAX_CONTEXT_WINDOW = 3
+"""The most neighbours on each side a ranker may ask for: more is a different retrieval, not context."""
+
 
 @dataclass(frozen=True, slots=True)
 class LegHit:
@@ -41,6 +44,15 @@ class Candidate:
 
 
 @dataclass(frozen=True, slots=True)
+class Context:
+    """The keys of the episodes around one episode in its session (created_at, then id), nearest
+    first on each side: ``before[0]`` is the turn just before it."""
+
+    before: tuple[Key, ...] = ()
+    after: tuple[Key, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class RankingRequest:
     """Everything a ranker sees for one search.
 
@@ -56,6 +68,11 @@ class RankingRequest:
     candidates: Mapping[Key, Candidate]
     limit: int
     now: datetime
+    neighbours: Mapping[Key, Context] = field(default_factory=dict)
+    """For rankers with a ``context_window``: the session neighbours of each episode candidate that
+    a leg ranked in its first ``CONTEXT_DEPTH``. Every neighbour is itself a candidate (loaded even
+    when no leg found it), so a ranker may return it; episodes at a session's edge have shorter
+    sides, and neighbours outside the search's time range are left out."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,8 +92,11 @@ class RankerConfig:
     """Settings handed to every ranker plugin when it registers its rankers.
 
     ``vector_weight`` and ``keyword_weight`` scale each leg's contribution to reciprocal rank
-    fusion (``rrf``, ``recency`` and ``mmr`` build on it). ``options`` carries settings for
-    third-party rankers, taken from ``RANKER_*`` environment variables.
+    fusion (``rrf``, ``recency`` and ``mmr`` build on it). ``recency_weight`` is how much the
+    newest memory gains over an equally relevant old one, as a share of the best relevance.
+    ``context_weight`` and ``time_weight`` belong to the ``conversation`` ranker (see
+    ``adapters/rankers/conversation.py``). ``options`` carries settings for third-party rankers,
+    taken from ``RANKER_*`` environment variables.
     """
 
     rrf_k: int = 5  # tuned on the LoCoMo dev set, as is keyword_weight: BM25 is the stronger leg there
@@ -85,6 +105,9 @@ class RankerConfig:
     mmr_lambda: float = 0.7
     vector_weight: float = 1.0
     keyword_weight: float = 3.0
+    recency_weight: float = 0.2
+    context_weight: float = 0.5
+    time_weight: float = 0.5
     options: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -97,7 +120,7 @@ class RankerConfig:
                 raise Invalid(f"{name} must be between 0 and 1", field=name)
         if not (math.isfinite(self.recency_half_life_days) and self.recency_half_life_days > 0):
             raise Invalid("recency_half_life_days must be more than 0", field="recency_half_life_days")
-        for name in ("vector_weight", "keyword_weight"):
+        for name in ("vector_weight", "keyword_weight", "recency_weight", "context_weight", "time_weight"):
             value = getattr(self, name)
             if not (math.isfinite(value) and value >= 0.0):
                 raise Invalid(f"{name} must be 0 or more", field=name)

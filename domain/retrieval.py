@@ -17,7 +17,7 @@ from typing import Protocol
 from domain.errors import DomainError, Invalid, NotFound
 from domain.keywords import recall_query
 from domain.models import Entity, Episode, Summary, parse_timestamp
-from domain.ranking import SOURCES, Candidate, Key, LegHit, RankingRequest
+from domain.ranking import MAX_CONTEXT_WINDOW, SOURCES, Candidate, Context, Key, LegHit, RankingRequest
 from domain.services import check_limit, check_text
 from domain.vectors import VectorFilter
 from ports.embedder import Embedder
@@ -26,6 +26,9 @@ from ports.ranker import Ranker
 from ports.vector_index import VectorIndex
 
 MIN_DEPTH = 50
+# Context is loaded around the candidates either leg ranks this high: a hit deeper in both legs is
+# too weak to lift its neighbours into an answer, and loading around all of them doubled the cost.
+CONTEXT_DEPTH = 20
 
 
 class RankerLookup(Protocol):
@@ -101,11 +104,16 @@ class SearchService:
             self._timed("keyword", self._keyword_leg(q, sources, depth)),
         )
         candidates = await self._load(vector_hits, keyword_hits)
+        neighbours: dict[Key, Context] = {}
+        window = min(ranker.context_window, MAX_CONTEXT_WINDOW)
+        if window > 0 and candidates:
+            near_top = {hit.key for leg in (vector_hits, keyword_hits) for hit in leg if hit.rank <= CONTEXT_DEPTH}
+            neighbours = await self._with_neighbours(candidates, near_top, window, q.since, q.until)
         if ranker.needs_vectors and candidates and query_vector is not None:
             candidates = await self._with_vectors(candidates)
         request = RankingRequest(
             query=q.query, query_vector=query_vector, vector_hits=vector_hits, keyword_hits=keyword_hits,
-            candidates=candidates, limit=q.limit, now=datetime.now(UTC),
+            candidates=candidates, limit=q.limit, now=datetime.now(UTC), neighbours=neighbours,
         )
         vec = {h.key: LegInfo(h.rank, h.score) for h in vector_hits}
         kw = {h.key: LegInfo(h.rank, h.score) for h in keyword_hits}
@@ -176,6 +184,29 @@ class SearchService:
                 key = (source, item.id)
                 candidates[key] = Candidate(key, item, parse_timestamp(item.created_at))
         return candidates
+
+    async def _with_neighbours(
+        self, candidates: dict[Key, Candidate], near_top: set[Key], window: int,
+        since: datetime | None, until: datetime | None,
+    ) -> dict[Key, Context]:
+        """Load the session neighbours of the episode candidates in ``near_top`` into ``candidates``
+        (in place) and answer who neighbours whom. A neighbour outside the search's time range
+        stays out: the range is a filter, and context must not leak past it."""
+        ids = [item_id for source, item_id in candidates if source == "episodes" and (source, item_id) in near_top]
+        found = await self._store.episode_neighbours(ids, window)
+        missing = {i for around in found.values() for i in (*around.before, *around.after)
+                   if ("episodes", i) not in candidates}
+        for episode in await self._store.get_episodes(sorted(missing)) if missing else ():
+            key = ("episodes", episode.id)
+            moment = parse_timestamp(episode.created_at)
+            if (since is None or moment >= since) and (until is None or moment <= until):
+                candidates[key] = Candidate(key, episode, moment)
+        context: dict[Key, Context] = {}
+        for episode_id, around in found.items():
+            before, after = (tuple(("episodes", i) for i in side if ("episodes", i) in candidates)
+                             for side in (around.before, around.after))
+            context[("episodes", episode_id)] = Context(before=before, after=after)
+        return context
 
     async def _with_vectors(self, candidates: dict[Key, Candidate]) -> dict[Key, Candidate]:
         by_source: dict[str, list[int]] = {}

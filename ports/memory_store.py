@@ -20,6 +20,7 @@ from domain.models import (
     EpisodeChanges,
     KeywordHit,
     Metadata,
+    Neighbours,
     NewEntity,
     NewEpisode,
     NewRelationship,
@@ -94,6 +95,11 @@ class MemoryStore(Protocol):
 
     async def recent_episodes(self, session_id: int, limit: int) -> list[Episode]:
         """A session's newest ``limit`` episodes, newest first."""
+        ...
+
+    async def episode_neighbours(self, episode_ids: Sequence[int], window: int) -> dict[int, Neighbours]:
+        """For each existing episode of ``episode_ids``, the ids of up to ``window`` episodes on each
+        side of it in its session's order (created_at, then id), nearest first. Unknown ids are left out."""
         ...
 
     # -- keyword search ----------------------------------------------------------------------

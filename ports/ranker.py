@@ -16,6 +16,14 @@ class Ranker(Protocol):
     to load each candidate's stored vector into ``Candidate.vector``; it costs a round trip to the
     vector index, so only rankers that compare vectors set it.
 
+    ``context_window`` (optional, default 0) asks for conversation context: for every episode
+    candidate that either leg ranks in its first ``CONTEXT_DEPTH`` (20), up to that many episodes on
+    each side in session order are loaded as candidates too and listed in
+    ``RankingRequest.neighbours``, so a ranker can lift the turn next to a strong hit even when
+    neither leg found it. Each episode's ``created_at`` (its session date for imported
+    conversations) is on its candidate. It costs two index seeks per such candidate; the service
+    caps the window at ``MAX_CONTEXT_WINDOW``.
+
     Plugins may implement this by duck typing (any object with these attributes and method); the
     hits they return need only ``key`` and ``score`` attributes.
     """
@@ -23,6 +31,7 @@ class Ranker(Protocol):
     name: str
     description: str
     needs_vectors: bool
+    context_window: int
 
     def rank(self, request: RankingRequest) -> Sequence[RankedHit]:
         """Order the candidates of one search.

@@ -18,8 +18,8 @@ from datetime import datetime
 from domain.errors import Conflict, Invalid, NotFound
 from domain.keywords import KeywordQuery
 from domain.models import (
-    Entity, Episode, EpisodeChanges, KeywordHit, Metadata, NewEntity, NewEpisode, NewRelationship,
-    NewSummary, Page, Relationship, Session, Summary, Upserted, format_timestamp, parse_timestamp, utc_now,
+    Entity, Episode, EpisodeChanges, KeywordHit, Metadata, Neighbours, NewEntity, NewEpisode,
+    NewRelationship, NewSummary, Page, Relationship, Session, Summary, Upserted, format_timestamp, parse_timestamp, utc_now,
 )
 from domain.outbox import Backlog, OutboxJob
 from ports.memory_store import Direction, Source
@@ -149,6 +149,21 @@ class InMemoryMemoryStore:
         ordered = sorted((e for e in self.episodes.values() if e.session_id == session_id),
                          key=lambda e: (e.created_at, e.id), reverse=True)
         return ordered[:limit]
+
+    async def episode_neighbours(self, episode_ids: Sequence[int], window: int) -> dict[int, Neighbours]:
+        if window <= 0:
+            return {}
+        out: dict[int, Neighbours] = {}
+        for episode_id in dict.fromkeys(episode_ids):
+            episode = self.episodes.get(episode_id)
+            if episode is None:
+                continue
+            ordered = sorted((e for e in self.episodes.values() if e.session_id == episode.session_id),
+                             key=lambda e: (e.created_at, e.id))
+            at = ordered.index(episode)
+            out[episode_id] = Neighbours(before=[e.id for e in ordered[max(at - window, 0):at][::-1]],
+                                         after=[e.id for e in ordered[at + 1:at + 1 + window]])
+        return out
 
     # -- keyword search ------------------------------------------------------------------------
     async def keyword_search(

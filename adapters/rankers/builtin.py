@@ -26,6 +26,7 @@ class RrfRanker:
     name = "rrf"
     description = "Reciprocal rank fusion of the vector and keyword legs: sum of weight / (k + rank)."
     needs_vectors = False
+    context_window = 0
 
     def __init__(self, config: RankerConfig) -> None:
         self._config = config
@@ -38,6 +39,7 @@ class VectorRanker:
     name = "vector"
     description = "The vector (semantic) leg alone, in its own order."
     needs_vectors = False  # the leg's scores are enough; the stored vectors are not compared
+    context_window = 0
 
     def rank(self, request: RankingRequest) -> Sequence[RankedHit]:
         return leg_order(leg_by_key(request.vector_hits, request.candidates), request.limit)
@@ -47,6 +49,7 @@ class KeywordRanker:
     name = "keyword"
     description = "The keyword (FTS5 BM25) leg alone, in its own order."
     needs_vectors = False
+    context_window = 0
 
     def rank(self, request: RankingRequest) -> Sequence[RankedHit]:
         return leg_order(leg_by_key(request.keyword_hits, request.candidates), request.limit)
@@ -63,6 +66,7 @@ class WeightedRanker:
     name = "weighted"
     description = "Standardised (z-score) leg scores fused linearly: alpha * vector + (1 - alpha) * keyword."
     needs_vectors = False
+    context_window = 0
 
     def __init__(self, config: RankerConfig) -> None:
         self._alpha = config.weighted_alpha
@@ -81,22 +85,33 @@ class WeightedRanker:
 
 
 class RecencyRanker:
-    """Reciprocal rank fusion scaled by exponential time decay, so newer memories win ties of relevance."""
+    """Reciprocal rank fusion plus a recency bonus, so newer memories win ties of relevance.
+
+    Relevance is the fusion score over the best one (the top is 1); the bonus is
+    ``recency_weight * 2^(-age / half-life)``, with age counted from the newest candidate rather
+    than from now. Added, not multiplied: a clearly better old memory still beats a weak new one,
+    and a conversation imported from last year is not decayed to nothing as a whole.
+    """
 
     name = "recency"
-    description = "Reciprocal rank fusion times exp(-ln 2 * age / half-life): newer memories rise."
+    description = "Reciprocal rank fusion plus recency_weight * 2^(-age / half-life), age from the newest candidate."
     needs_vectors = False
+    context_window = 0
 
     def __init__(self, config: RankerConfig) -> None:
         self._config = config
-        self._decay_per_day = math.log(2.0) / config.recency_half_life_days
+        self._weight = config.recency_weight
+        self._half_life_seconds = config.recency_half_life_days * _SECONDS_PER_DAY
 
     def rank(self, request: RankingRequest) -> Sequence[RankedHit]:
         scores = rrf_scores(request, self._config)
+        if not scores:
+            return []
+        top = max(scores.values())
+        newest = max(request.candidates[key].created_at for key in scores)
         for key in scores:
-            age = (request.now - request.candidates[key].created_at).total_seconds() / _SECONDS_PER_DAY
-            # A timestamp ahead of `now` (clock skew, imported data) counts as brand new, not as a boost.
-            scores[key] *= math.exp(-self._decay_per_day * max(age, 0.0))
+            age = (newest - request.candidates[key].created_at).total_seconds()
+            scores[key] = scores[key] / top + self._weight * math.pow(2.0, -age / self._half_life_seconds)
         return best_first(scores, request.limit)
 
 
@@ -111,6 +126,7 @@ class MmrRanker:
     name = "mmr"
     description = "Maximal marginal relevance over stored vectors: fused relevance, near-duplicates pushed down."
     needs_vectors = True
+    context_window = 0
 
     def __init__(self, config: RankerConfig) -> None:
         self._config = config

@@ -12,6 +12,7 @@ from adapters.rankers.builtin import (
     VectorRanker,
     WeightedRanker,
 )
+from adapters.rankers.conversation import ConversationRanker
 from domain.ranking import RankerConfig
 from ports.hookspecs import hookimpl
 from ports.ranker import Ranker
@@ -20,6 +21,7 @@ from ports.ranker import Ranker
 @hookimpl
 def nexusai_memory_register_rankers(config: RankerConfig) -> Sequence[Ranker]:
     return [
+        ConversationRanker(config),
         RrfRanker(config),
         VectorRanker(),
         KeywordRanker(),

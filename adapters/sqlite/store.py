@@ -13,8 +13,8 @@ from adapters.sqlite.schema import migrate
 from domain.errors import Conflict, Invalid, NotFound
 from domain.keywords import KeywordQuery
 from domain.models import (
-    Entity, Episode, EpisodeChanges, KeywordHit, Metadata, NewEntity, NewEpisode, NewRelationship,
-    NewSummary, Page, Relationship, Session, Summary, Upserted, format_timestamp, utc_now,
+    Entity, Episode, EpisodeChanges, KeywordHit, Metadata, Neighbours, NewEntity, NewEpisode,
+    NewRelationship, NewSummary, Page, Relationship, Session, Summary, Upserted, format_timestamp, utc_now,
 )
 from domain.outbox import Backlog, OutboxJob
 from ports.memory_store import Direction, Source
@@ -175,6 +175,37 @@ class SqliteMemoryStore:
             "SELECT * FROM episodes WHERE session_id = ? ORDER BY created_at DESC, id DESC LIMIT ?",
             (session_id, limit), rows.episode_of,
         )
+
+    async def episode_neighbours(self, episode_ids: Sequence[int], window: int) -> dict[int, Neighbours]:
+        wanted = list(dict.fromkeys(episode_ids))
+        if not wanted or window <= 0:
+            return {}
+        # One statement: two seeks per episode on (session_id, created_at, id), done inside SQLite;
+        # row values compare the (created_at, id) pair the way list_episodes orders it.
+        sql = f"""
+            WITH t AS (SELECT id, session_id, created_at FROM episodes WHERE id IN ({_in_list(wanted)}))
+            SELECT t.id, 0, e.id, e.created_at FROM t JOIN episodes e ON e.id IN (
+                SELECT b.id FROM episodes b WHERE b.session_id = t.session_id
+                AND (b.created_at, b.id) < (t.created_at, t.id) ORDER BY b.created_at DESC, b.id DESC LIMIT ?)
+            UNION ALL
+            SELECT t.id, 1, e.id, e.created_at FROM t JOIN episodes e ON e.id IN (
+                SELECT a.id FROM episodes a WHERE a.session_id = t.session_id
+                AND (a.created_at, a.id) > (t.created_at, t.id) ORDER BY a.created_at, a.id LIMIT ?)
+            UNION ALL
+            SELECT t.id, -1, NULL, NULL FROM t"""
+
+        def op(conn: sqlite3.Connection) -> dict[int, Neighbours]:
+            sides: dict[int, tuple[list, list]] = {}
+            for target, side, other, created_at in conn.execute(sql, [*wanted, window, window]):
+                pair = sides.setdefault(target, ([], []))
+                if side >= 0:
+                    pair[side].append((created_at, other))
+            return {
+                target: Neighbours(before=[i for _, i in sorted(before, reverse=True)], after=[i for _, i in sorted(after)])
+                for target, (before, after) in sides.items()
+            }
+
+        return await self._db.read(op)
 
     # -- keyword search ------------------------------------------------------------------------
     async def keyword_search(

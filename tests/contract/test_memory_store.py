@@ -446,3 +446,32 @@ async def test_sizes_are_non_negative_byte_counts(store):
     assert all(isinstance(v, int) and v >= 0 for v in sizes.values())
     if sizes:  # a store with files names the database and its keyword indexes
         assert sizes["database"] > 0 and sizes["episodes_fts"] > 0
+
+
+# ---- neighbours in session order -----------------------------------------------------------------
+
+
+async def test_episode_neighbours_follow_session_order_nearest_first(store: MemoryStore) -> None:
+    session, other = await a_session(store, "a"), await a_session(store, "b")
+    # Inserted out of time order, interleaved with another session: order is (created_at, id).
+    late = await store.add_episodes([NewEpisode(session.id, f"late{i}", "a", created_at=at(10 + i)) for i in range(2)])
+    await store.add_episodes([NewEpisode(other.id, "elsewhere", "a", created_at=at(5))])
+    early = await store.add_episodes([NewEpisode(session.id, f"early{i}", "a", created_at=at(i)) for i in range(3)])
+    ordered = [*early, *late]
+    found = await store.episode_neighbours([ordered[2].id, ordered[0].id, 999_999], 2)
+    assert set(found) == {ordered[2].id, ordered[0].id}
+    middle = found[ordered[2].id]
+    assert list(middle.before) == [ordered[1].id, ordered[0].id]
+    assert list(middle.after) == [ordered[3].id, ordered[4].id]
+    first = found[ordered[0].id]
+    assert list(first.before) == []
+    assert list(first.after) == [ordered[1].id, ordered[2].id]
+    assert await store.episode_neighbours([ordered[2].id], 0) == {}
+
+
+async def test_episodes_at_the_same_moment_are_ordered_by_id(store: MemoryStore) -> None:
+    session = await a_session(store, "same")
+    added = await store.add_episodes([NewEpisode(session.id, f"u{i}", "a", created_at=at(1)) for i in range(3)])
+    found = await store.episode_neighbours([added[1].id], 1)
+    assert list(found[added[1].id].before) == [added[0].id]
+    assert list(found[added[1].id].after) == [added[2].id]

@@ -17,7 +17,7 @@ from domain.models import Episode
 from domain.ranking import Candidate, Key, LegHit, RankedHit, RankerConfig, RankingRequest
 from ports import hookspecs
 
-BUILTIN_NAMES = ["rrf", "vector", "keyword", "weighted", "recency", "mmr"]
+BUILTIN_NAMES = ["conversation", "rrf", "vector", "keyword", "weighted", "recency", "mmr"]
 NOW = datetime(2026, 3, 1, tzinfo=UTC)
 
 hookimpl = pluggy.HookimplMarker("nexusai_memory")  # what a plugin author writes
@@ -180,6 +180,19 @@ def test_two_rankers_of_one_plugin_with_one_name_are_rejected() -> None:
 def test_a_plugin_returning_something_other_than_rankers_is_rejected() -> None:
     with pytest.raises(PluginError, match="'broken'"):
         registry_with(("broken", Provides(SimpleNamespace(name="half", description="no rank", needs_vectors=False))))
+
+
+@pytest.mark.parametrize("window", [-1, 4, 1.5, True, "1"])
+def test_a_context_window_outside_zero_to_three_is_rejected_naming_the_ranker(window: object) -> None:
+    ranker = FixedRanker("nosy")
+    ranker.context_window = window  # type: ignore[attr-defined]
+    with pytest.raises(PluginError, match="'nosy'.*context_window"):
+        registry_with(("nosy", Provides(ranker)))
+
+
+def test_a_ranker_without_a_context_window_asks_for_none() -> None:
+    registry = registry_with(("acme", Provides(FixedRanker("acme-first"))))
+    assert registry.get("acme-first").context_window == 0
 
 
 def test_a_plugin_may_register_no_rankers() -> None:

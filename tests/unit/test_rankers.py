@@ -237,26 +237,39 @@ def test_recency_prefers_the_newer_of_two_equally_relevant_memories() -> None:
     assert keys(ranked) == [ep(2), ep(1)]
 
 
-def test_recency_halves_the_score_after_one_half_life() -> None:
-    config = RankerConfig(rrf_k=60, recency_half_life_days=10.0)
+def test_recency_adds_a_bonus_that_halves_every_half_life() -> None:
+    config = RankerConfig(rrf_k=60, recency_half_life_days=10.0, recency_weight=0.2)
     ranked = RecencyRanker(config).rank(
         request(
             vector_hits=[LegHit(ep(1), 0.9, 1), LegHit(ep(2), 0.9, 1), LegHit(ep(3), 0.9, 1)],
             candidates=[candidate(ep(1)), candidate(ep(2), age_days=10), candidate(ep(3), age_days=20)],
         )
     )
+    # Relevance is scaled so the best is 1; the bonus is added, not multiplied.
     assert [(hit.key, hit.score) for hit in ranked] == [
-        (ep(1), pytest.approx(1 / 61)),
-        (ep(2), pytest.approx(1 / 61 / 2)),
-        (ep(3), pytest.approx(1 / 61 / 4)),
+        (ep(1), pytest.approx(1 + 0.2)),
+        (ep(2), pytest.approx(1 + 0.1)),
+        (ep(3), pytest.approx(1 + 0.05)),
     ]
 
 
-def test_recency_treats_a_future_timestamp_as_brand_new() -> None:
-    ranked = RecencyRanker(RankerConfig(rrf_k=60)).rank(
+def test_recency_counts_age_from_the_newest_candidate_not_from_now() -> None:
+    # A conversation that ended a year ago ranks as it did when it was new: only the gaps matter.
+    old = RecencyRanker(RankerConfig(rrf_k=60)).rank(
+        request(vector_hits=leg(ep(1), ep(2)), candidates=[candidate(ep(1), age_days=400),
+                                                          candidate(ep(2), age_days=365)])
+    )
+    new = RecencyRanker(RankerConfig(rrf_k=60)).rank(
+        request(vector_hits=leg(ep(1), ep(2)), candidates=[candidate(ep(1), age_days=35), candidate(ep(2))])
+    )
+    assert [(h.key, round(h.score, 9)) for h in old] == [(h.key, round(h.score, 9)) for h in new]
+
+
+def test_recency_gives_a_future_timestamp_no_more_than_the_full_bonus() -> None:
+    ranked = RecencyRanker(RankerConfig(rrf_k=60, recency_weight=0.2)).rank(
         request(vector_hits=leg(ep(1)), candidates=[candidate(ep(1), age_days=-3)])
     )
-    assert ranked[0].score == pytest.approx(1 / 61)
+    assert ranked[0].score == pytest.approx(1.2)
 
 
 def test_a_strong_relevance_lead_survives_moderate_age() -> None:
@@ -364,7 +377,8 @@ def test_every_built_in_keeps_the_ranker_contract(ranker: object) -> None:
 
 def test_every_built_in_has_a_name_and_a_one_line_description() -> None:
     rankers = builtin_plugin.nexusai_memory_register_rankers(config=RankerConfig())
-    assert [ranker.name for ranker in rankers] == ["rrf", "vector", "keyword", "weighted", "recency", "mmr"]
+    assert [ranker.name for ranker in rankers] == [
+        "conversation", "rrf", "vector", "keyword", "weighted", "recency", "mmr"]
     assert all(ranker.description and "\n" not in ranker.description for ranker in rankers)
 
 
@@ -380,6 +394,9 @@ def test_every_built_in_has_a_name_and_a_one_line_description() -> None:
         ("recency_half_life_days", 0.0),
         ("vector_weight", -1.0),
         ("keyword_weight", math.nan),
+        ("recency_weight", -0.5),
+        ("context_weight", math.inf),
+        ("time_weight", -1.0),
     ],
 )
 def test_a_ranker_setting_out_of_range_is_invalid_and_named(setting: str, value: float) -> None:
