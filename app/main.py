@@ -9,11 +9,10 @@ from contextlib import asynccontextmanager
 from litestar import Litestar, Request
 from litestar.datastructures import State
 from litestar.exceptions import NotAuthorizedException
-from litestar.openapi import OpenAPIConfig
-from litestar.openapi.plugins import ScalarRenderPlugin, SwaggerRenderPlugin
 
 from app.config import ConfigError, Settings
 from app.container import Container, build_container
+from app.docs import DOCS_PATHS, docs_asset, open_operations, openapi_config
 from app.errors import EXCEPTION_HANDLERS
 from app.health import health
 from app.metrics import ServiceMetrics, metrics
@@ -29,7 +28,7 @@ from domain.errors import Invalid
 
 log = logging.getLogger("nexusai.app")
 
-OPEN_PATHS = frozenset({"/health"})
+OPEN_PATHS = frozenset({"/health"}) | DOCS_PATHS
 
 
 def check_configuration(container: Container) -> None:
@@ -83,7 +82,7 @@ def create_app(settings: Settings, container: Container | None = None) -> Litest
     app = Litestar(
         route_handlers=[
             health, SessionController, EpisodeController, EntityController, RelationshipController,
-            SummaryController, RetrievalController, metrics,
+            SummaryController, RetrievalController, metrics, docs_asset,
         ],
         dependencies=DEPENDENCIES,
         exception_handlers=EXCEPTION_HANDLERS,
@@ -92,13 +91,11 @@ def create_app(settings: Settings, container: Container | None = None) -> Litest
         before_request=require_api_key,
         after_response=after_response,
         request_max_body_size=settings.max_body_bytes,
-        openapi_config=OpenAPIConfig(
-            title="NexusAI Memory Service", version="0.1.0", path="/schema",
-            render_plugins=[SwaggerRenderPlugin(), ScalarRenderPlugin(path="/scalar")],
-        ),
+        openapi_config=openapi_config(settings),
         debug=False,
         logging_config=None,  # app.logs configures logging; Litestar's default would replace its root handler
     )
+    open_operations(app, OPEN_PATHS)
     # Outermost, so unrouted requests and the final status (after error handlers) are seen.
     app.asgi_handler = RequestObserver(app.asgi_handler, service_metrics)
     return app
