@@ -15,6 +15,7 @@ from app.container import Container, build_container
 from app.docs import DOCS_PATHS, docs_asset, open_operations, openapi_config
 from app.errors import EXCEPTION_HANDLERS
 from app.health import health
+from app.mcp_server import mounted as mounted_mcp
 from app.metrics import ServiceMetrics, metrics
 from app.middleware import RequestObserver, install_request_id_filter
 from app.routes.deps import DEPENDENCIES
@@ -52,6 +53,7 @@ def create_app(settings: Settings, container: Container | None = None) -> Litest
     worker = EmbeddingWorker(container.indexing(), batch=settings.worker_batch)
     service_metrics = ServiceMetrics()
     install_request_id_filter("nexusai.errors", "nexusai.app")
+    mcp_endpoint, mcp_sessions = mounted_mcp(container, settings, worker.notify)
 
     @asynccontextmanager
     async def lifespan(app: Litestar):
@@ -62,7 +64,8 @@ def create_app(settings: Settings, container: Container | None = None) -> Litest
         if settings.worker_enabled:
             worker.start()
         try:
-            yield
+            async with mcp_sessions.run():
+                yield
         finally:
             await worker.stop()
             await close_container(container)
@@ -82,7 +85,7 @@ def create_app(settings: Settings, container: Container | None = None) -> Litest
     app = Litestar(
         route_handlers=[
             health, SessionController, EpisodeController, EntityController, RelationshipController,
-            SummaryController, RetrievalController, metrics, docs_asset,
+            SummaryController, RetrievalController, metrics, docs_asset, mcp_endpoint,
         ],
         dependencies=DEPENDENCIES,
         exception_handlers=EXCEPTION_HANDLERS,

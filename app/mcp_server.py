@@ -26,7 +26,6 @@ from pydantic import Field
 
 from app.config import Settings
 from app.container import Container, build_container
-from app.main import check_configuration, close_container
 from app.schemas import (
     context_out, entity_out, episode_out, episode_page, relationship_out, search_out, session_out, session_page,
 )
@@ -222,9 +221,31 @@ class BearerGate:
         return scheme.lower() == b"bearer" and hmac.compare_digest(token, self.key)
 
 
+def mounted(container: Container, settings: Settings, wrote: Callable[[], None]):
+    """MCP over streamable HTTP inside the REST app, at ``/mcp``: the same process, container and
+    embedding worker as ``serve`` (an embedded store is opened by one process only). Returns the
+    Litestar handler and the session manager, whose ``run()`` the app's lifespan must hold open."""
+    from litestar.handlers import asgi
+    from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
+
+    server = build_server(container, wrote)
+    server.streamable_http_app(streamable_http_path=MCP_PATH, host=settings.host)  # creates the session manager
+    app: Any = StreamableHTTPASGIApp(server.session_manager)
+    if settings.memory_api_key:
+        app = BearerGate(app, settings.memory_api_key)
+
+    @asgi(MCP_PATH, is_mount=True, copy_scope=True)
+    async def mcp_endpoint(scope: Any, receive: Any, send: Any) -> None:
+        await app(scope, receive, send)
+
+    return mcp_endpoint, server.session_manager
+
+
 async def run(settings: Settings, transport: Transport, host: str, port: int) -> None:
     """Open the stores, run the embedding worker, and serve MCP until stdin closes (stdio) or a
     signal stops uvicorn (streamable HTTP); then close everything as ``serve`` does."""
+    from app.main import check_configuration, close_container  # app.main mounts this module's tools
+
     container = build_container(settings)
     check_configuration(container)
     container.store()

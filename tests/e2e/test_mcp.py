@@ -94,3 +94,19 @@ async def test_streamable_http_needs_the_key_and_answers_bad_input_with_tool_err
                 await asyncio.sleep(0.1)
             assert hits[0]["id"] == episode["id"] and hits[0]["vector"] is not None
         assert server.stop() == 0
+
+
+async def test_serve_also_speaks_mcp_at_slash_mcp_over_the_same_store(tmp_path):
+    env = service_env(tmp_path / "memory.db", {"MEMORY_API_KEY": API_KEY})
+    auth = {"Authorization": f"Bearer {API_KEY}"}
+    with ServiceProcess(env) as server:
+        assert httpx.post(f"{server.url}/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "ping"}).status_code == 401
+        http = httpx2.AsyncClient(headers=auth)
+        async with http, Client(streamable_http_client(f"{server.url}/mcp", http_client=http)) as client:
+            stored = await call(client, "remember", session="web-1", user_message="I adopted a grey kitten named Pixel",
+                                ai_response="Pixel is a lovely name!")
+            assert "does not exist" in await error_of(client, "session_history", session="web-2")
+        rest = httpx.get(f"{server.url}/episodes/{stored['episode']['id']}", headers=auth).json()
+        assert rest["userMessage"] == "I adopted a grey kitten named Pixel"
+        assert httpx.get(f"{server.url}/sessions/by-external/web-1", headers=auth).json()["id"] == rest["sessionId"]
+        assert server.stop() == 0
