@@ -1,4 +1,5 @@
-"""``memory-service mcp``: the memory as Model Context Protocol tools, over stdio or streamable HTTP.
+"""The memory as Model Context Protocol tools: mounted at ``/mcp`` in the REST app (streamable
+HTTP, ``serve``), or on its own with ``memory-service mcp`` (stdio, or streamable HTTP alone).
 
 The tools call the same domain services as the REST routes, built by the same container
 (``app.container``), and answer with the same JSON shapes (``app.schemas``). A domain error becomes
