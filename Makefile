@@ -18,9 +18,10 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 
 # torch is pinned to 2.13.0 by the `local` extra (the CPU build); it is installed first so no
 # other torch build is ever resolved.
-$(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
+# The client distribution (client/) is installed editable beside the server so its tests run too.
+$(VENV)/.installed-dev: pyproject.toml client/pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q torch==2.13.0
-	$(BIN)/pip install -q -e '.[dev,local]'
+	$(BIN)/pip install -q -e '.[dev,local]' -e ./client
 	touch $(VENV)/.installed $@
 
 install: $(VENV)/.installed

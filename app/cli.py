@@ -212,6 +212,34 @@ def dead_letters_retry(
     typer.echo(f"requeued {revived} dead letters")
 
 
+@cli.command()
+def mcp(
+    transport: Annotated[str, typer.Option(help="stdio (an assistant starts this command) or streamable-http")] = "stdio",
+    host: Annotated[Optional[str], typer.Option(help="streamable-http bind address (default HOST)")] = None,
+    port: Annotated[int, typer.Option(help="streamable-http listen port")] = 3004,
+) -> None:
+    """Serve the memory as Model Context Protocol tools (remember, search, build_context, entities)."""
+    if transport not in ("stdio", "streamable-http"):
+        typer.echo(f"configuration error: --transport: must be stdio or streamable-http, not {transport!r}", err=True)
+        raise typer.Exit(2)
+    from app.mcp_server import run
+
+    settings = _settings()
+    configure_logging(settings)  # to stderr: with stdio, stdout carries the protocol
+    signal.signal(signal.SIGTERM, _exit_cleanly)
+    try:
+        asyncio.run(run(settings, transport, host or settings.host, port))  # type: ignore[arg-type]
+    except ConfigError as exc:
+        typer.echo(f"configuration error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    except DimensionMismatch as exc:
+        typer.echo(f"configuration error: EMBEDDING_DIM: {exc.message}", err=True)
+        raise typer.Exit(2) from None
+    except Exception as exc:  # e.g. the store is held by a running `serve`: one clear line, not a traceback
+        typer.echo(f"mcp failed: {exc}", err=True)
+        raise typer.Exit(1) from None
+
+
 def main() -> None:
     logging.basicConfig(level=logging.WARNING)
     cli()

@@ -9,13 +9,13 @@ from contextlib import asynccontextmanager
 from litestar import Litestar, Request
 from litestar.config.cors import CORSConfig
 from litestar.datastructures import State
-from litestar.openapi import OpenAPIConfig
-from litestar.openapi.plugins import ScalarRenderPlugin, SwaggerRenderPlugin
 
 from app.config import ConfigError, Settings
 from app.container import Container, build_container
+from app.docs import DOCS_PATHS, docs_asset, open_operations, openapi_config
 from app.errors import EXCEPTION_HANDLERS
 from app.health import HEALTH_ROUTES, standard_monitor
+from app.mcp_server import mounted as mounted_mcp
 from app.metrics import ServiceMetrics, metrics
 from app.middleware import (
     AdmissionControl, ApiKeyGate, JsonBodiesOnly, RequestObserver, install_request_id_filter,
@@ -31,7 +31,7 @@ from domain.errors import Invalid
 
 log = logging.getLogger("nexusai.app")
 
-OPEN_PATHS = frozenset({"/health", "/health/live", "/health/ready"})
+OPEN_PATHS = frozenset({"/health", "/health/live", "/health/ready"}) | DOCS_PATHS
 # Never refused by admission control: an overloaded service must still say how it is.
 ADMISSION_EXEMPT = OPEN_PATHS | {"/metrics"}
 
@@ -75,6 +75,7 @@ def create_app(settings: Settings, container: Container | None = None) -> Litest
     monitor = standard_monitor(container, settings, lambda: container.indexing().dead_lettered)
     install_request_id_filter("nexusai.errors", "nexusai.app")
     warn_if_exposed(settings)
+    mcp_endpoint, mcp_sessions = mounted_mcp(container, settings, worker.notify)
 
     @asynccontextmanager
     async def lifespan(app: Litestar):
@@ -86,7 +87,8 @@ def create_app(settings: Settings, container: Container | None = None) -> Litest
             worker.start()
         monitor.start()
         try:
-            yield
+            async with mcp_sessions.run():
+                yield
         finally:
             await monitor.stop()
             await worker.stop()
@@ -99,7 +101,7 @@ def create_app(settings: Settings, container: Container | None = None) -> Litest
     app = Litestar(
         route_handlers=[
             *HEALTH_ROUTES, SessionController, EpisodeController, EntityController, RelationshipController,
-            SummaryController, RetrievalController, metrics,
+            SummaryController, RetrievalController, metrics, docs_asset, mcp_endpoint,
         ],
         dependencies=DEPENDENCIES,
         exception_handlers=EXCEPTION_HANDLERS,
@@ -111,13 +113,11 @@ def create_app(settings: Settings, container: Container | None = None) -> Litest
                                allow_methods=["GET", "POST", "PATCH", "DELETE"], expose_headers=["x-request-id"],
                                max_age=600) if settings.cors_origins else None,
         request_max_body_size=settings.max_body_bytes,
-        openapi_config=OpenAPIConfig(
-            title="NexusAI Memory Service", version="0.1.0", path="/schema",
-            render_plugins=[SwaggerRenderPlugin(), ScalarRenderPlugin(path="/scalar")],
-        ),
+        openapi_config=openapi_config(settings),
         debug=False,
         logging_config=None,  # app.logs configures logging; Litestar's default would replace its root handler
     )
+    open_operations(app, OPEN_PATHS)
     # Gates run before routing. Admission control is outermost: under overload a refusal must
     # cost as little as possible (no request id, no log line; it has its own counter). Inside it
     # the observer sees unrouted and refused-by-gate requests and the final status of the rest.

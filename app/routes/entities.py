@@ -7,8 +7,9 @@ from litestar.openapi import ResponseSpec
 from litestar.params import Parameter
 
 from app.routes.deps import Limit, Offset, PathId, errors
+from app.routes.examples import DeleteRelationshipBody, UpsertEntityBody, UpsertRelationshipBody
 from app.schemas import (
-    DeleteRelationship, EntityOut, EntityPage, RelationshipOut, UpsertEntity, UpsertRelationship, entity_out,
+    EntityOut, EntityPage, RelationshipOut, entity_out,
     entity_page, relationship_out,
 )
 from domain.models import NewEntity, NewRelationship
@@ -23,7 +24,7 @@ class EntityController(Controller):
 
     @post("/", summary="Upsert an entity by (name, type): 201 created, 200 updated",
           responses={**errors(400, 413), 200: ResponseSpec(EntityOut, description="An existing entity, updated")})
-    async def upsert(self, data: UpsertEntity, entity_service: EntityService) -> Response[EntityOut]:
+    async def upsert(self, data: UpsertEntityBody, entity_service: EntityService) -> Response[EntityOut]:
         result = await entity_service.upsert(NewEntity(data.name, data.type, data.notes, data.metadata))
         return Response(entity_out(result.item), status_code=201 if result.created else 200)
 
@@ -62,11 +63,11 @@ class RelationshipController(Controller):
           responses={**errors(400, 404, 413),
                      200: ResponseSpec(RelationshipOut, description="An existing relationship, updated")},
           description='Both entities must exist.')
-    async def upsert(self, data: UpsertRelationship, entity_service: EntityService) -> Response[RelationshipOut]:
+    async def upsert(self, data: UpsertRelationshipBody, entity_service: EntityService) -> Response[RelationshipOut]:
         result = await entity_service.relate(NewRelationship(data.from_id, data.to_id, data.label, data.metadata))
         return Response(relationship_out(result.item), status_code=201 if result.created else 200)
 
     @delete("/", summary="Delete a relationship named by {fromId, toId, label}",
           responses=errors(400, 404), status_code=204)
-    async def remove(self, data: DeleteRelationship, entity_service: EntityService) -> None:
+    async def remove(self, data: DeleteRelationshipBody, entity_service: EntityService) -> None:
         await entity_service.unrelate(data.from_id, data.to_id, data.label)

@@ -6,8 +6,9 @@ from litestar import Controller, delete, get, patch, post
 from litestar.params import Parameter, QueryParameter
 
 from app.routes.deps import PathId, errors
+from app.routes.examples import CreateEpisodeBody, EpisodeBatchBody, UpdateEpisodeBody
 from app.schemas import (
-    CreateEpisode, EpisodeBatch, EpisodeHit, EpisodeOut, EpisodeSearchOut, UpdateEpisode, episode_out,
+    CreateEpisode, EpisodeHit, EpisodeOut, EpisodeSearchOut, episode_out,
 )
 from domain.models import EpisodeChanges, NewEpisode, format_timestamp
 from domain.services import EpisodeService
@@ -30,12 +31,12 @@ class EpisodeController(Controller):
               'Answers 201 as soon as the episode and its embedding job are committed; the vector is '
               'written by the background worker (see `embeddingBacklog` in `/health`).'
           ), status_code=201)
-    async def create(self, data: CreateEpisode, episode_service: EpisodeService) -> EpisodeOut:
+    async def create(self, data: CreateEpisodeBody, episode_service: EpisodeService) -> EpisodeOut:
         return episode_out(await episode_service.add(new_episode(data)))
 
     @post("/batch", summary="Store many episodes in one transaction", responses=errors(400, 404, 413),
           description='Up to 1000 episodes, all or none.', status_code=201)
-    async def create_batch(self, data: EpisodeBatch, episode_service: EpisodeService) -> list[EpisodeOut]:
+    async def create_batch(self, data: EpisodeBatchBody, episode_service: EpisodeService) -> list[EpisodeOut]:
         return [episode_out(e) for e in await episode_service.add_batch([new_episode(e) for e in data.episodes])]
 
     @get("/search", summary="Keyword (FTS5 BM25) search across episodes", responses=errors(400, 404),
@@ -63,7 +64,7 @@ class EpisodeController(Controller):
     @patch("/{episode_id:str}", summary="Change an episode's text or metadata (re-indexed and re-embedded)",
           responses=errors(400, 404, 413),
           description='Fields left out stay as they are.')
-    async def update(self, episode_id: PathId, data: UpdateEpisode, episode_service: EpisodeService) -> EpisodeOut:
+    async def update(self, episode_id: PathId, data: UpdateEpisodeBody, episode_service: EpisodeService) -> EpisodeOut:
         changes = EpisodeChanges(data.user_message, data.ai_response, data.token_count, data.metadata)
         return episode_out(await episode_service.update(episode_id, changes))
 

@@ -4,7 +4,8 @@ from litestar import Controller, get, post
 from litestar.datastructures import State
 
 from app.routes.deps import errors
-from app.schemas import ContextOut, ContextRequest, RankerOut, SearchOut, SearchRequest, context_out, search_out
+from app.routes.examples import ContextRequestBody, SearchRequestBody
+from app.schemas import ContextOut, RankerOut, SearchOut, context_out, search_out
 from domain.context import ContextService
 from domain.retrieval import SearchQuery, SearchService
 
@@ -20,7 +21,7 @@ class RetrievalController(Controller):
               'rank and score. With the embedder or vector index down the answer comes from the keyword '
               'leg with `degraded: true`.'
           ), status_code=200)
-    async def search(self, data: SearchRequest, search_service: SearchService) -> SearchOut:
+    async def search(self, data: SearchRequestBody, search_service: SearchService) -> SearchOut:
         query = SearchQuery(data.query, data.limit, data.session_id, tuple(data.sources), data.ranker,
                             data.since, data.until)
         return search_out(await search_service.search(query))
@@ -31,7 +32,7 @@ class RetrievalController(Controller):
               'Recent episodes of the session, the most relevant older ones, matching summaries and the '
               'entities they mention with their relationships, deduplicated and cut to `tokenBudget`.'
           ), status_code=200)
-    async def context(self, data: ContextRequest, context_service: ContextService) -> ContextOut:
+    async def context(self, data: ContextRequestBody, context_service: ContextService) -> ContextOut:
         return context_out(await context_service.build(data.query, data.session_id, data.token_budget,
                                                data.recent_episodes, data.relevant_limit, data.ranker))
 

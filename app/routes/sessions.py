@@ -3,8 +3,9 @@ from __future__ import annotations
 from litestar import Controller, delete, get, patch, post
 
 from app.routes.deps import Limit, Offset, PathId, errors
+from app.routes.examples import CreateSessionBody, UpdateSessionBody
 from app.schemas import (
-    CreateSession, EpisodePage, SessionOut, SessionPage, SummaryOut, UpdateSession, episode_page, session_out,
+    EpisodePage, SessionOut, SessionPage, SummaryOut, episode_page, session_out,
     session_page, summary_out,
 )
 from domain.services import EpisodeService, SessionService, SummaryService
@@ -19,7 +20,7 @@ class SessionController(Controller):
               "Sessions group the episodes of one conversation; `externalId` is the caller's own id and "
               'is unique.'
           ), raises=[], status_code=201)
-    async def create(self, data: CreateSession, session_service: SessionService) -> SessionOut:
+    async def create(self, data: CreateSessionBody, session_service: SessionService) -> SessionOut:
         return session_out(await session_service.create(data.external_id, data.metadata))
 
     @get("/", summary="List sessions, oldest first", responses=errors(400))
@@ -35,7 +36,7 @@ class SessionController(Controller):
         return session_out(await session_service.get(session_id))
 
     @patch("/{session_id:str}", summary="Replace a session's metadata", responses=errors(400, 404, 413))
-    async def update(self, session_id: PathId, data: UpdateSession, session_service: SessionService) -> SessionOut:
+    async def update(self, session_id: PathId, data: UpdateSessionBody, session_service: SessionService) -> SessionOut:
         return session_out(await session_service.update(session_id, data.metadata))
 
     @delete("/{session_id:str}", summary="Delete a session, its episodes, summaries and their vectors",

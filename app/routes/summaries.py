@@ -3,7 +3,8 @@ from __future__ import annotations
 from litestar import Controller, delete, get, post
 
 from app.routes.deps import PathId, errors
-from app.schemas import CreateSummary, SummaryOut, summary_out
+from app.routes.examples import CreateSummaryBody
+from app.schemas import SummaryOut, summary_out
 from domain.models import NewSummary
 from domain.services import SummaryService
 
@@ -14,7 +15,7 @@ class SummaryController(Controller):
 
     @post("/", summary="Store a summary of a session (embedded in the background)",
           responses=errors(400, 404, 413), status_code=201)
-    async def create(self, data: CreateSummary, summary_service: SummaryService) -> SummaryOut:
+    async def create(self, data: CreateSummaryBody, summary_service: SummaryService) -> SummaryOut:
         new = NewSummary(data.session_id, data.content, data.first_episode_id, data.last_episode_id,
                          data.episode_count, data.token_count, data.metadata)
         return summary_out(await summary_service.add(new))

@@ -1,12 +1,17 @@
-"""The typed client, sync and async, against a real ``memory-service serve`` process."""
+"""The standalone client distribution (client/), sync and async, against a real
+``memory-service serve`` process."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 
-from app.client import AsyncMemoryClient, MemoryClient, MemoryServiceError
-from app.schemas import CreateEpisode, CreateSummary, EpisodeOut, SearchOut, SessionOut
-from tests.support.server import ServiceProcess, service_env
+from nexusai_memory_client import (
+    AsyncMemoryClient, Episode, MemoryClient, MemoryServiceError, NewEpisode, SearchResult, Session,
+)
+from tests.support.server import ServiceProcess, free_port, service_env
 
 API_KEY = "e2e-secret-key"
 
@@ -21,77 +26,91 @@ def server(tmp_path_factory):
 def test_the_sync_client_covers_every_route(server):
     with MemoryClient(server.url, api_key=API_KEY) as memory:
         assert memory.health()["status"] in ("ok", "degraded")
-        session = memory.create_session("sync-conv", {"user": "ana"})
-        assert isinstance(session, SessionOut) and session.metadata == {"user": "ana"}
-        assert memory.get_session(session.id) == session
-        assert memory.session_by_external_id("sync-conv").id == session.id
-        assert memory.update_session(session.id, {"user": "ana", "tier": 2}).metadata["tier"] == 2
+        session = memory.create_session(external_id="sync-conv", metadata={"user": "ana"})
+        assert isinstance(session, Session) and session.metadata == {"user": "ana"}
+        assert memory.get_session(session_id=session.id) == session
+        assert memory.session_by_external_id(external_id="sync-conv").id == session.id
+        assert memory.update_session(session_id=session.id, metadata={"user": "ana", "tier": 2}).metadata["tier"] == 2
         assert session.id in [s.id for s in memory.list_sessions(limit=100).items]
 
-        first = memory.create_episode(session.id, "I moved to Lisbon last spring", "Noted: you live in Lisbon.")
-        assert isinstance(first, EpisodeOut)
-        batch = memory.create_episodes([
-            CreateEpisode(session_id=session.id, user_message="My cat is called Miso", ai_response="Hello Miso."),
-            CreateEpisode(session_id=session.id, user_message="I play the cello", ai_response="Lovely."),
+        first = memory.create_episode(session_id=session.id, user_message="I moved to Lisbon last spring",
+                                      ai_response="Noted: you live in Lisbon.")
+        assert isinstance(first, Episode)
+        batch = memory.create_episodes(episodes=[
+            NewEpisode(session_id=session.id, user_message="My cat is called Miso", ai_response="Hello Miso."),
+            NewEpisode(session_id=session.id, user_message="I play the cello", ai_response="Lovely.",
+                       metadata={"topic": "music"}),
         ])
-        assert len(batch) == 2
-        assert memory.get_episode(first.id).user_message.startswith("I moved")
-        assert memory.update_episode(first.id, metadata={"edited": True}).metadata == {"edited": True}
-        page = memory.session_episodes(session.id, limit=2)
+        assert len(batch) == 2 and batch[1].metadata == {"topic": "music"}
+        assert memory.get_episode(episode_id=first.id).user_message.startswith("I moved")
+        assert memory.update_episode(episode_id=first.id, metadata={"edited": True}).metadata == {"edited": True}
+        page = memory.session_episodes(session_id=session.id, limit=2)
         assert page.total == 3 and len(page.items) == 2
-        assert [h.episode.id for h in memory.search_episodes("Lisbon", session_id=session.id).results] == [first.id]
+        found = memory.search_episodes(q="Lisbon", session_id=session.id)
+        assert [h.episode.id for h in found.results] == [first.id]
 
-        found = memory.search("where does the user live Lisbon", session_id=session.id, limit=5)
-        assert isinstance(found, SearchOut) and first.id in [h.id for h in found.hits]
-        package = memory.context("Lisbon", session.id, token_budget=2000)
+        hits = memory.search(query="where does the user live Lisbon", session_id=session.id, limit=5)
+        assert isinstance(hits, SearchResult) and first.id in [h.id for h in hits.hits]
+        package = memory.context(query="Lisbon", session_id=session.id, token_budget=2000)
         assert package.session_id == session.id
         assert any(r.default for r in memory.rankers())
 
-        ana = memory.upsert_entity("Ana", "person", notes="the user")
-        lisbon = memory.upsert_entity("Lisbon", "place")
-        assert memory.upsert_entity("Ana", "person", notes="the user, a cellist").id == ana.id
-        assert memory.get_entity(ana.id).notes == "the user, a cellist"
-        assert [e.id for e in memory.entities_by_type("place").items] == [lisbon.id]
-        assert ana.id in [e.id for e in memory.find_entities("An")]
-        edge = memory.upsert_relationship(ana.id, lisbon.id, "lives_in")
-        assert [r.id for r in memory.relationships(ana.id)] == [edge.id]
-        assert [r.id for r in memory.relationships(lisbon.id, direction="in")] == [edge.id]
-        memory.delete_relationship(ana.id, lisbon.id, "lives_in")
-        assert memory.relationships(ana.id) == []
+        ana = memory.upsert_entity(name="Ana", type="person", notes="the user")
+        lisbon = memory.upsert_entity(name="Lisbon", type="place")
+        assert memory.upsert_entity(name="Ana", type="person", notes="the user, a cellist").id == ana.id
+        assert memory.get_entity(entity_id=ana.id).notes == "the user, a cellist"
+        assert [e.id for e in memory.entities_by_type(type="place").items] == [lisbon.id]
+        assert ana.id in [e.id for e in memory.find_entities(name="An")]
+        edge = memory.upsert_relationship(from_id=ana.id, to_id=lisbon.id, label="lives_in")
+        assert [r.id for r in memory.relationships(entity_id=ana.id)] == [edge.id]
+        assert [r.id for r in memory.relationships(entity_id=lisbon.id, direction="in")] == [edge.id]
+        memory.delete_relationship(from_id=ana.id, to_id=lisbon.id, label="lives_in")
+        assert memory.relationships(entity_id=ana.id) == []
 
-        summary = memory.create_summary(CreateSummary(session_id=session.id, content="Ana lives in Lisbon.",
-                                                      episode_count=3))
-        assert memory.get_summary(summary.id).content == "Ana lives in Lisbon."
-        assert [s.id for s in memory.session_summaries(session.id)] == [summary.id]
-        memory.delete_summary(summary.id)
-        memory.delete_entity(lisbon.id)
-        memory.delete_episode(batch[0].id)
+        summary = memory.create_summary(session_id=session.id, content="Ana lives in Lisbon.", episode_count=3,
+                                        first_episode_id=first.id, last_episode_id=batch[1].id)
+        assert (summary.episode_count, summary.first_episode_id) == (3, first.id)
+        assert memory.get_summary(summary_id=summary.id).content == "Ana lives in Lisbon."
+        assert [s.id for s in memory.session_summaries(session_id=session.id)] == [summary.id]
+        memory.delete_summary(summary_id=summary.id)
+        memory.delete_entity(entity_id=lisbon.id)
+        memory.delete_episode(episode_id=batch[0].id)
         assert "memory_http_requests_total" in memory.metrics()
-        memory.delete_session(session.id)
+        memory.delete_session(session_id=session.id)
         with pytest.raises(MemoryServiceError) as missing:
-            memory.get_session(session.id)
+            memory.get_session(session_id=session.id)
     assert (missing.value.status, missing.value.code) == (404, "not_found")
+    assert missing.value.body["status"] == 404 and "does not exist" in missing.value.body["message"]
 
 
 async def test_the_async_client_speaks_the_same_api(server):
     async with AsyncMemoryClient(server.url, api_key=API_KEY) as memory:
-        session = await memory.create_session("async-conv")
-        episode = await memory.create_episode(session.id, "I am allergic to peanuts", "I will remember that.")
-        assert (await memory.get_episode(episode.id)).session_id == session.id
-        assert (await memory.session_episodes(session.id)).total == 1
-        hits = (await memory.search("peanuts allergy", session_id=session.id)).hits
+        session = await memory.create_session(external_id="async-conv")
+        episode = await memory.create_episode(session_id=session.id, user_message="I am allergic to peanuts",
+                                              ai_response="I will remember that.")
+        assert (await memory.get_episode(episode_id=episode.id)).session_id == session.id
+        assert (await memory.session_episodes(session_id=session.id)).total == 1
+        hits = (await memory.search(query="peanuts allergy", session_id=session.id)).hits
         assert [h.id for h in hits][:1] == [episode.id]
+        summary = await memory.create_summary(session_id=session.id, content="Allergic to peanuts.")
+        assert summary.episode_count == 0
         with pytest.raises(MemoryServiceError) as duplicate:
-            await memory.create_session("async-conv")
-        assert (duplicate.value.status, duplicate.value.code) == (409, "conflict")
-        await memory.delete_session(session.id)
+            await memory.create_session(external_id="async-conv")
+        assert (duplicate.value.status, duplicate.value.code, duplicate.value.field) == (409, "conflict", "externalId")
+        await memory.delete_session(session_id=session.id)
+
+
+def test_methods_take_keyword_arguments_only(server):
+    with MemoryClient(server.url, api_key=API_KEY) as memory, pytest.raises(TypeError):
+        memory.get_session(1)  # type: ignore[misc]
 
 
 def test_errors_name_the_status_code_and_field(server):
     with MemoryClient(server.url, api_key=API_KEY) as memory:
         with pytest.raises(MemoryServiceError) as invalid:
-            memory.search_episodes("x", limit=5000)
+            memory.search_episodes(q="x", limit=5000)
     assert invalid.value.status == 400 and invalid.value.field == "limit"
+    assert invalid.value.body["code"] == invalid.value.code
 
 
 def test_a_client_without_the_key_is_refused_except_for_health(server):
@@ -100,3 +119,24 @@ def test_a_client_without_the_key_is_refused_except_for_health(server):
         with pytest.raises(MemoryServiceError) as refused:
             anonymous.list_sessions()
     assert (refused.value.status, refused.value.code) == (401, "unauthorized")
+
+
+async def test_an_unreachable_service_is_the_same_error_type():
+    url = f"http://127.0.0.1:{free_port()}"
+    with MemoryClient(url, timeout=5) as memory, pytest.raises(MemoryServiceError) as sync_error:
+        memory.rankers()
+    async with AsyncMemoryClient(url, timeout=5) as memory:
+        with pytest.raises(MemoryServiceError) as async_error:
+            await memory.rankers()
+    assert (sync_error.value.status, sync_error.value.code) == (0, "unreachable")
+    assert (async_error.value.status, async_error.value.code) == (0, "unreachable")
+
+
+def test_the_client_package_imports_nothing_of_the_server():
+    loaded = subprocess.run(
+        [sys.executable, "-c", "import sys, nexusai_memory_client; print(' '.join(sorted(sys.modules)))"],
+        capture_output=True, text=True, check=True,
+    ).stdout.split()
+    server_side = {"app", "domain", "ports", "adapters", "litestar", "qdrant_client", "uvicorn"}
+    assert sorted(m for m in loaded if m.split(".")[0] in server_side) == []
+    assert "httpx" in loaded and "msgspec" in loaded

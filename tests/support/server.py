@@ -94,7 +94,9 @@ def run_service(
 
 
 class ServiceProcess:
-    """One ``memory-service serve`` process; start/stop/kill it as often as needed.
+    """One ``memory-service serve`` process (or ``verb``, e.g. ``("mcp", "--transport",
+    "streamable-http")``: any command that takes ``--host``/``--port`` and answers ``GET /health``);
+    start/stop/kill it as often as needed.
 
     The port is chosen once (a free one unless given) and kept across restarts, so clients can
     keep their base URL. ``cwd`` defaults to the directory of ``SQLITE_PATH`` so no ``.env`` from
@@ -108,6 +110,7 @@ class ServiceProcess:
         port: int | None = None,
         cwd: str | os.PathLike[str] | None = None,
         command: Sequence[str] | None = None,
+        verb: Sequence[str] = ("serve",),
         startup_timeout: float = 60.0,
         log_dir: str | os.PathLike[str] | None = None,
     ) -> None:
@@ -119,6 +122,7 @@ class ServiceProcess:
         sqlite_dir = Path(sqlite_path).parent if sqlite_path != ":memory:" else None
         self.cwd = Path(cwd) if cwd else (sqlite_dir or Path(tempfile.mkdtemp(prefix="memory-service-")))
         self.command = list(command or service_command())
+        self.verb = list(verb)
         self.startup_timeout = startup_timeout
         self._log_dir = Path(log_dir) if log_dir else Path(tempfile.mkdtemp(prefix="memory-service-logs-"))
         self._process: subprocess.Popen[bytes] | None = None
@@ -199,7 +203,7 @@ class ServiceProcess:
         self._runs += 1
         self._stderr_path = self._log_dir / f"server-{self.port}-{self._runs}.stderr"
         stdout_path = self._log_dir / f"server-{self.port}-{self._runs}.stdout"
-        command = [*self.command, "serve", "--host", self.host, "--port", str(self.port)]
+        command = [*self.command, *self.verb, "--host", self.host, "--port", str(self.port)]
         with open(self._stderr_path, "wb") as err, open(stdout_path, "wb") as out:
             # start_new_session: a Ctrl-C in the test runner must not reach the server first.
             self._process = subprocess.Popen(

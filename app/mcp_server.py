@@ -1,0 +1,277 @@
+"""The memory as Model Context Protocol tools: mounted at ``/mcp`` in the REST app (streamable
+HTTP, ``serve``), or on its own with ``memory-service mcp`` (stdio, or streamable HTTP alone).
+
+The tools call the same domain services as the REST routes, built by the same container
+(``app.container``), and answer with the same JSON shapes (``app.schemas``). A domain error becomes
+a tool error carrying its message (``is_error`` with text for the model), never a crash; arguments
+that break a tool's schema are refused by the SDK with a message naming the field.
+
+Sessions are named by the caller's own conversation id (the session's ``externalId``), which is
+what an assistant has at hand; ``remember`` creates the session on first use.
+"""
+
+from __future__ import annotations
+
+import functools
+import hmac
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Annotated, Any, Literal
+
+import msgspec
+from mcp.server import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp_types import ToolAnnotations
+from pydantic import Field
+
+from app.config import Settings
+from app.container import Container, build_container
+from app.schemas import (
+    context_out, entity_out, episode_out, episode_page, relationship_out, search_out, session_out, session_page,
+)
+from app.worker import EmbeddingWorker
+from domain.errors import Conflict, DomainError, NotFound
+from domain.models import NewEntity, NewEpisode, NewRelationship, Session
+from domain.retrieval import SearchQuery
+
+log = logging.getLogger("nexusai.mcp")
+
+Transport = Literal["stdio", "streamable-http"]
+MCP_PATH = "/mcp"
+INSTRUCTIONS = (
+    "Long-term memory for this assistant. Call `remember` after each exchange worth keeping, naming the "
+    "conversation with a stable `session` id; call `build_context` (or `search`) before answering to recall what "
+    "was said before. Record people, places and things with `upsert_entity` and connect them with `relate`."
+)
+
+ExternalId = Annotated[str, Field(min_length=1, max_length=512, description="your conversation id (externalId)")]
+Text = Annotated[str, Field(max_length=100_000)]
+Query = Annotated[str, Field(min_length=1, max_length=4000)]
+Name = Annotated[str, Field(min_length=1, max_length=512)]
+EntityId = Annotated[int, Field(ge=1, le=2**63 - 1)]
+Metadata = dict[str, Any] | None
+SourceName = Literal["episodes", "entities", "summaries"]
+Result = dict[str, Any]
+
+READ = ToolAnnotations(readOnlyHint=True, idempotentHint=True, openWorldHint=False)
+WRITE = ToolAnnotations(readOnlyHint=False, destructiveHint=False, openWorldHint=False)
+
+
+def _wire(value: Any) -> Any:
+    """The REST API's JSON shape of a wire Struct (camelCase keys)."""
+    return msgspec.to_builtins(value)
+
+
+def _tool_error(exc: DomainError) -> ToolError:
+    where = f" (field {exc.field})" if exc.field else ""
+    return ToolError(f"{exc.code}: {exc.message}{where}")
+
+
+def guarded(fn: Callable[..., Awaitable[Result]]) -> Callable[..., Awaitable[Result]]:
+    """Turn the domain's errors into tool errors (the REST API turns them into 4xx/503 answers)."""
+    @functools.wraps(fn)
+    async def call(*args: Any, **kwargs: Any) -> Result:
+        try:
+            return await fn(*args, **kwargs)
+        except DomainError as exc:
+            raise _tool_error(exc) from exc
+
+    return call
+
+
+def build_server(container: Container, wrote: Callable[[], None] = lambda: None) -> MCPServer:
+    """The MCP server with the memory tools over ``container``'s services; ``wrote`` is called after
+    every write (the embedding worker's wake-up, as the REST app does after non-GET requests)."""
+    server = MCPServer("nexusai-memory", title="NexusAI Memory", instructions=INSTRUCTIONS, version="0.1.0")
+    sessions, episodes, entities = container.sessions(), container.episodes(), container.entities()
+
+    async def session_named(external_id: str, *, create: bool = False) -> Session:
+        try:
+            return await sessions.by_external_id(external_id)
+        except NotFound:
+            if not create:
+                raise NotFound(f"session {external_id!r} does not exist; `remember` creates it") from None
+        try:
+            return await sessions.create(external_id, {})
+        except Conflict:  # created meanwhile by a concurrent call
+            return await sessions.by_external_id(external_id)
+
+    @server.tool(annotations=WRITE)
+    @guarded
+    async def remember(session: ExternalId, user_message: Text, ai_response: Text, metadata: Metadata = None,
+                       token_count: Annotated[int, Field(ge=0)] | None = None) -> Result:
+        """Store one exchange (the user's message and your reply) in the conversation `session`,
+        creating the session on first use. It becomes searchable at once by keyword, and by meaning
+        as soon as it is embedded."""
+        found = await session_named(session, create=True)
+        episode = await episodes.add(NewEpisode(session_id=found.id, user_message=user_message,
+                                                ai_response=ai_response, token_count=token_count,
+                                                metadata=metadata or {}))
+        wrote()
+        return {"session": _wire(session_out(found)), "episode": _wire(episode_out(episode))}
+
+    @server.tool(annotations=READ)
+    @guarded
+    async def search(query: Query, session: ExternalId | None = None, limit: Annotated[int, Field(ge=1, le=200)] = 10,
+                     sources: Annotated[list[SourceName], Field(min_length=1, max_length=3)] | None = None,
+                     ranker: Name | None = None) -> Result:
+        """Hybrid search (meaning + keywords) over episodes, entities and summaries, within one
+        conversation `session` or across all of them; best hits first, each with its score."""
+        session_id = (await session_named(session)).id if session else None
+        result = await container.search().search(SearchQuery(query, limit, session_id, tuple(sources or ["episodes"]),
+                                                             ranker))
+        return _wire(search_out(result))
+
+    @server.tool(annotations=READ)
+    @guarded
+    async def build_context(query: Query, session: ExternalId,
+                            token_budget: Annotated[int, Field(ge=1, le=10_000_000)] = 2000,
+                            recent_episodes: Annotated[int, Field(ge=0, le=100)] = 5,
+                            relevant_limit: Annotated[int, Field(ge=1, le=100)] = 10,
+                            ranker: Name | None = None) -> Result:
+        """The context package for answering `query` in conversation `session`: its recent
+        exchanges, the most relevant older ones, matching summaries, the entities they mention and
+        their relationships, cut to `token_budget` tokens (what did not fit is listed in `omitted`)."""
+        found = await session_named(session)
+        package = await container.context().build(query, found.id, token_budget, recent_episodes, relevant_limit,
+                                                  ranker)
+        return _wire(context_out(package))
+
+    @server.tool(annotations=READ)
+    @guarded
+    async def list_sessions(limit: Annotated[int, Field(ge=1, le=1000)] = 20,
+                            offset: Annotated[int, Field(ge=0)] = 0) -> Result:
+        """The stored conversations (sessions), oldest first, with their total count."""
+        return _wire(session_page(await sessions.list(limit, offset)))
+
+    @server.tool(annotations=READ)
+    @guarded
+    async def session_history(session: ExternalId, limit: Annotated[int, Field(ge=1, le=1000)] = 20,
+                              offset: Annotated[int, Field(ge=0)] = 0) -> Result:
+        """The exchanges of conversation `session`, oldest first, with their total count."""
+        found = await session_named(session)
+        return _wire(episode_page(await episodes.of_session(found.id, limit, offset)))
+
+    @server.tool(annotations=WRITE)
+    @guarded
+    async def upsert_entity(name: Name, type: Name, notes: Text | None = None, metadata: Metadata = None) -> Result:
+        """Record a person, place, thing or idea, identified by (`name`, `type`); calling it again
+        with the same pair updates its notes and metadata. Returns the entity and `created`."""
+        upserted = await entities.upsert(NewEntity(name=name, type=type, notes=notes, metadata=metadata or {}))
+        wrote()
+        return {"entity": _wire(entity_out(upserted.item)), "created": upserted.created}
+
+    @server.tool(annotations=READ)
+    @guarded
+    async def find_entities(name: Name, limit: Annotated[int, Field(ge=1, le=1000)] = 20) -> Result:
+        """Entities whose name contains `name` (case-insensitive), with their ids and types."""
+        return {"entities": [_wire(entity_out(e)) for e in await entities.find_by_name(name, limit)]}
+
+    @server.tool(annotations=READ)
+    @guarded
+    async def get_entity(entity_id: EntityId,
+                         direction: Literal["out", "in", "both"] = "both") -> Result:
+        """One entity with its relationships (outgoing, incoming or both) and the entities at
+        their other ends."""
+        entity = await entities.get(entity_id)
+        edges = await entities.relationships(entity_id, direction)
+        others = {e: await entities.get(e) for e in {r.from_id for r in edges} | {r.to_id for r in edges}}
+        return {"entity": _wire(entity_out(entity)), "relationships": [_wire(relationship_out(r)) for r in edges],
+                "related": [_wire(entity_out(e)) for i, e in sorted(others.items()) if i != entity_id]}
+
+    @server.tool(annotations=WRITE)
+    @guarded
+    async def relate(from_id: EntityId, label: Name, to_id: EntityId, metadata: Metadata = None) -> Result:
+        """Connect two entities with a labelled, directed relationship (e.g. Ana -lives_in-> Lisbon);
+        the same (from, label, to) again updates its metadata."""
+        upserted = await entities.relate(NewRelationship(from_id=from_id, to_id=to_id, label=label,
+                                                         metadata=metadata or {}))
+        wrote()
+        return {"relationship": _wire(relationship_out(upserted.item)), "created": upserted.created}
+
+    @server.custom_route("/health", methods=["GET"])
+    async def health(request):  # a liveness probe for process managers and the test launcher
+        from starlette.responses import JSONResponse
+
+        return JSONResponse({"status": "ok", "transport": "streamable-http", "path": MCP_PATH})
+
+    return server
+
+
+class BearerGate:
+    """ASGI wrapper: with ``MEMORY_API_KEY`` set, MCP over HTTP needs the same
+    ``Authorization: Bearer <key>`` header as the REST API (``/health`` stays open)."""
+
+    def __init__(self, app: Any, key: str) -> None:
+        self.app, self.key = app, key.encode()
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope.get("path") != "/health" and not self._allowed(scope):
+            body = json.dumps({"code": "unauthorized", "status": 401, "field": None, "message":
+                               "a valid 'Authorization: Bearer <MEMORY_API_KEY>' header is required"}).encode()
+            await send({"type": "http.response.start", "status": 401,
+                        "headers": [(b"content-type", b"application/json"), (b"www-authenticate", b"Bearer")]})
+            await send({"type": "http.response.body", "body": body})
+            return
+        await self.app(scope, receive, send)
+
+    def _allowed(self, scope: dict) -> bool:
+        header = dict(scope.get("headers") or []).get(b"authorization", b"")
+        scheme, _, token = header.partition(b" ")
+        return scheme.lower() == b"bearer" and hmac.compare_digest(token, self.key)
+
+
+def mounted(container: Container, settings: Settings, wrote: Callable[[], None]):
+    """MCP over streamable HTTP inside the REST app, at ``/mcp``: the same process, container and
+    embedding worker as ``serve`` (an embedded store is opened by one process only). Returns the
+    Litestar handler and the session manager, whose ``run()`` the app's lifespan must hold open."""
+    from litestar.handlers import asgi
+    from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
+
+    server = build_server(container, wrote)
+    server.streamable_http_app(streamable_http_path=MCP_PATH, host=settings.host)  # creates the session manager
+    app: Any = StreamableHTTPASGIApp(server.session_manager)
+    if settings.memory_api_key:
+        app = BearerGate(app, settings.memory_api_key)
+
+    @asgi(MCP_PATH, is_mount=True, copy_scope=True)
+    async def mcp_endpoint(scope: Any, receive: Any, send: Any) -> None:
+        await app(scope, receive, send)
+
+    return mcp_endpoint, server.session_manager
+
+
+async def run(settings: Settings, transport: Transport, host: str, port: int) -> None:
+    """Open the stores, run the embedding worker, and serve MCP until stdin closes (stdio) or a
+    signal stops uvicorn (streamable HTTP); then close everything as ``serve`` does."""
+    from app.main import check_configuration, close_container  # app.main mounts this module's tools
+
+    container = build_container(settings)
+    check_configuration(container)
+    container.store()
+    await container.indexing().ensure_collections()
+    worker = EmbeddingWorker(container.indexing(), batch=settings.worker_batch)
+    if settings.worker_enabled:
+        worker.start()
+    server = build_server(container, worker.notify)
+    try:
+        if transport == "stdio":
+            await server.run_stdio_async()
+        else:
+            await _serve_http(server, settings, host, port)
+    finally:
+        await worker.stop()
+        await close_container(container)
+
+
+async def _serve_http(server: MCPServer, settings: Settings, host: str, port: int) -> None:
+    import uvicorn
+
+    app: Any = server.streamable_http_app(streamable_http_path=MCP_PATH, host=host)
+    if settings.memory_api_key:
+        app = BearerGate(app, settings.memory_api_key)
+    log.info("MCP over streamable HTTP at http://%s:%d%s", host, port, MCP_PATH)
+    config = uvicorn.Config(app, host=host, port=port, log_level=settings.log_level, access_log=False,
+                            log_config=None, timeout_graceful_shutdown=10)
+    await uvicorn.Server(config).serve()

@@ -1,0 +1,160 @@
+"""``AsyncMemoryClient``: the asyncio client, over ``httpx.AsyncClient``; the same methods as
+``MemoryClient`` (sync.py), each awaited."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+import httpx
+
+from nexusai_memory_client import calls as c
+from nexusai_memory_client.calls import Call, Direction, Match, Source, T
+from nexusai_memory_client.models import (
+    ContextPackage, Entity, EntityPage, Episode, EpisodePage, EpisodeSearch, Meta, NewEpisode, Ranker, Relationship,
+    SearchResult, Session, SessionPage, Summary,
+)
+
+DEFAULT_TIMEOUT = 30.0
+
+
+class AsyncMemoryClient:
+    """Asyncio client; use it as an async context manager or call ``await aclose()``. Every method
+    takes keyword arguments only and raises ``MemoryServiceError`` on any failure. A ready ``http``
+    client (its own base URL, proxies, transport) replaces the default one."""
+
+    def __init__(self, base_url: str = "http://127.0.0.1:3002", *, api_key: str | None = None,
+                 timeout: float = DEFAULT_TIMEOUT, http: httpx.AsyncClient | None = None) -> None:
+        self._http = http or httpx.AsyncClient(base_url=base_url, timeout=timeout, headers=c.headers(api_key))
+
+    async def send(self, call: Call[T]) -> T:
+        try:
+            response = await self._http.request(call.method, call.path, **call.request_args())
+        except httpx.HTTPError as exc:
+            raise c.unreachable(exc) from exc
+        return c.decode(call, response)
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def __aenter__(self) -> AsyncMemoryClient:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    # -- sessions ---------------------------------------------------------------------------------
+    async def create_session(self, *, external_id: str, metadata: Meta | None = None) -> Session:
+        return await self.send(c.create_session(external_id=external_id, metadata=metadata))
+
+    async def list_sessions(self, *, limit: int = 20, offset: int = 0) -> SessionPage:
+        return await self.send(c.list_sessions(limit=limit, offset=offset))
+
+    async def get_session(self, *, session_id: int) -> Session:
+        return await self.send(c.get_session(session_id=session_id))
+
+    async def session_by_external_id(self, *, external_id: str) -> Session:
+        return await self.send(c.session_by_external_id(external_id=external_id))
+
+    async def update_session(self, *, session_id: int, metadata: Meta) -> Session:
+        return await self.send(c.update_session(session_id=session_id, metadata=metadata))
+
+    async def delete_session(self, *, session_id: int) -> None:
+        return await self.send(c.delete_session(session_id=session_id))
+
+    async def session_episodes(self, *, session_id: int, limit: int = 20, offset: int = 0) -> EpisodePage:
+        return await self.send(c.session_episodes(session_id=session_id, limit=limit, offset=offset))
+
+    async def session_summaries(self, *, session_id: int) -> list[Summary]:
+        return await self.send(c.session_summaries(session_id=session_id))
+
+    # -- episodes ---------------------------------------------------------------------------------
+    async def create_episode(self, *, session_id: int, user_message: str, ai_response: str,
+                             token_count: int | None = None, metadata: Meta | None = None,
+                             created_at: datetime | None = None) -> Episode:
+        return await self.send(c.create_episode(
+            session_id=session_id, user_message=user_message, ai_response=ai_response, token_count=token_count,
+            metadata=metadata, created_at=created_at))
+
+    async def create_episodes(self, *, episodes: Sequence[NewEpisode]) -> list[Episode]:
+        return await self.send(c.create_episodes(episodes=episodes))
+
+    async def get_episode(self, *, episode_id: int) -> Episode:
+        return await self.send(c.get_episode(episode_id=episode_id))
+
+    async def update_episode(self, *, episode_id: int, user_message: str | None = None,
+                             ai_response: str | None = None, token_count: int | None = None,
+                             metadata: Meta | None = None) -> Episode:
+        return await self.send(c.update_episode(
+            episode_id=episode_id, user_message=user_message, ai_response=ai_response, token_count=token_count,
+            metadata=metadata))
+
+    async def delete_episode(self, *, episode_id: int) -> None:
+        return await self.send(c.delete_episode(episode_id=episode_id))
+
+    async def search_episodes(self, *, q: str, limit: int = 10, session_id: int | None = None,
+                              match: Match = "all") -> EpisodeSearch:
+        return await self.send(c.search_episodes(q=q, limit=limit, session_id=session_id, match=match))
+
+    # -- entities and relationships ---------------------------------------------------------------
+    async def upsert_entity(self, *, name: str, type: str, notes: str | None = None,
+                            metadata: Meta | None = None) -> Entity:
+        return await self.send(c.upsert_entity(name=name, type=type, notes=notes, metadata=metadata))
+
+    async def get_entity(self, *, entity_id: int) -> Entity:
+        return await self.send(c.get_entity(entity_id=entity_id))
+
+    async def entities_by_type(self, *, type: str, limit: int = 100, offset: int = 0) -> EntityPage:
+        return await self.send(c.entities_by_type(type=type, limit=limit, offset=offset))
+
+    async def find_entities(self, *, name: str, limit: int = 20) -> list[Entity]:
+        return await self.send(c.find_entities(name=name, limit=limit))
+
+    async def delete_entity(self, *, entity_id: int) -> None:
+        return await self.send(c.delete_entity(entity_id=entity_id))
+
+    async def relationships(self, *, entity_id: int, direction: Direction = "out") -> list[Relationship]:
+        return await self.send(c.relationships(entity_id=entity_id, direction=direction))
+
+    async def upsert_relationship(self, *, from_id: int, to_id: int, label: str,
+                                  metadata: Meta | None = None) -> Relationship:
+        return await self.send(c.upsert_relationship(from_id=from_id, to_id=to_id, label=label, metadata=metadata))
+
+    async def delete_relationship(self, *, from_id: int, to_id: int, label: str) -> None:
+        return await self.send(c.delete_relationship(from_id=from_id, to_id=to_id, label=label))
+
+    # -- summaries --------------------------------------------------------------------------------
+    async def create_summary(self, *, session_id: int, content: str, first_episode_id: int | None = None,
+                             last_episode_id: int | None = None, episode_count: int | None = None,
+                             token_count: int | None = None, metadata: Meta | None = None) -> Summary:
+        return await self.send(c.create_summary(
+            session_id=session_id, content=content, first_episode_id=first_episode_id, last_episode_id=last_episode_id,
+            episode_count=episode_count, token_count=token_count, metadata=metadata))
+
+    async def get_summary(self, *, summary_id: int) -> Summary:
+        return await self.send(c.get_summary(summary_id=summary_id))
+
+    async def delete_summary(self, *, summary_id: int) -> None:
+        return await self.send(c.delete_summary(summary_id=summary_id))
+
+    # -- retrieval and operations -----------------------------------------------------------------
+    async def search(self, *, query: str, limit: int = 10, session_id: int | None = None,
+                     sources: Sequence[Source] = ("episodes",), ranker: str | None = None,
+                     since: datetime | None = None, until: datetime | None = None) -> SearchResult:
+        return await self.send(c.search(query=query, limit=limit, session_id=session_id, sources=sources,
+                                        ranker=ranker, since=since, until=until))
+
+    async def context(self, *, query: str, session_id: int, token_budget: int, recent_episodes: int = 5,
+                      relevant_limit: int = 10, ranker: str | None = None) -> ContextPackage:
+        return await self.send(c.context(query=query, session_id=session_id, token_budget=token_budget,
+                                         recent_episodes=recent_episodes, relevant_limit=relevant_limit, ranker=ranker))
+
+    async def rankers(self) -> list[Ranker]:
+        return await self.send(c.rankers())
+
+    async def health(self) -> dict[str, Any]:
+        return await self.send(c.health())
+
+    async def metrics(self) -> str:
+        return await self.send(c.metrics())

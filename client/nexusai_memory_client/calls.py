@@ -1,0 +1,245 @@
+"""Each route described once: a request builder returns a ``Call`` (method, path, query, body and
+the type the answer decodes into). Both clients send the same ``Call`` with their own httpx client
+and decode the answer with the same ``decode``, so the two cannot drift apart.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Generic, Literal, TypeVar
+from urllib.parse import quote
+
+import httpx
+import msgspec
+
+from nexusai_memory_client.models import (
+    ContextPackage, Entity, EntityPage, Episode, EpisodePage, EpisodeSearch, Meta, NewEpisode, Ranker, Relationship,
+    SearchResult, Session, SessionPage, Summary,
+)
+
+T = TypeVar("T")
+Source = Literal["episodes", "entities", "summaries"]
+Match = Literal["all", "any", "fts"]
+Direction = Literal["out", "in", "both"]
+
+
+class MemoryServiceError(Exception):
+    """Every failure of a call: the service's error answer, or no answer at all.
+
+    ``status`` is the HTTP status (0 when the service could not be reached), ``code`` the
+    machine-readable code (``not_found``, ``validation_error``, ... or ``unreachable``),
+    ``message`` the text for humans, ``field`` the offending field when the service names one, and
+    ``body`` the whole decoded error body (or the raw text when it was not JSON)."""
+
+    def __init__(self, status: int, code: str, message: str, field: str | None = None, body: Any = None) -> None:
+        super().__init__(f"{status} {code}: {message}" + (f" (field {field})" if field else ""))
+        self.status = status
+        self.code = code
+        self.message = message
+        self.field = field
+        self.body = body
+
+
+@dataclass(frozen=True)
+class Call(Generic[T]):
+    """One request to send and the type its success body decodes into (``None``: no body)."""
+
+    method: str
+    path: str
+    response: Any
+    params: dict[str, Any] = field(default_factory=dict)
+    body: Any = None
+
+    def request_args(self) -> dict[str, Any]:
+        args: dict[str, Any] = {"params": {k: v for k, v in self.params.items() if v is not None}}
+        if self.body is not None:
+            args["content"] = msgspec.json.encode(self.body)
+            args["headers"] = {"content-type": "application/json"}
+        return args
+
+
+def decode(call: Call[T], response: httpx.Response) -> T:
+    """The decoded body of a 2xx answer; ``MemoryServiceError`` for anything else."""
+    if response.status_code >= 400:
+        try:
+            body = msgspec.json.decode(response.content)
+        except msgspec.DecodeError:
+            body = response.text
+        error = body if isinstance(body, dict) else {}
+        raise MemoryServiceError(
+            response.status_code, str(error.get("code") or "http_error"),
+            str(error.get("message") or response.text[:500] or response.reason_phrase), error.get("field"), body,
+        )
+    if call.response is None:
+        return None  # type: ignore[return-value]
+    if call.response is str:
+        return response.text  # type: ignore[return-value]
+    return msgspec.json.decode(response.content, type=call.response)
+
+
+def unreachable(exc: httpx.HTTPError) -> MemoryServiceError:
+    return MemoryServiceError(0, "unreachable", f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
+
+
+def headers(api_key: str | None) -> dict[str, str]:
+    return {"authorization": f"Bearer {api_key}"} if api_key else {}
+
+
+def _body(**fields: Any) -> dict[str, Any]:
+    """A JSON body in the service's camelCase, leaving out what the caller did not give."""
+    def camel(name: str) -> str:
+        head, *rest = name.split("_")
+        return head + "".join(part.title() for part in rest)
+
+    return {camel(k): v for k, v in fields.items() if v is not None}
+
+
+def _segment(value: str) -> str:
+    return quote(value, safe="")
+
+
+def _id(value: int) -> int:
+    return int(value)
+
+
+# -- sessions -------------------------------------------------------------------------------------
+def create_session(*, external_id: str, metadata: Meta | None) -> Call[Session]:
+    return Call("POST", "/sessions", Session, body=_body(external_id=external_id, metadata=metadata))
+
+
+def list_sessions(*, limit: int, offset: int) -> Call[SessionPage]:
+    return Call("GET", "/sessions", SessionPage, {"limit": limit, "offset": offset})
+
+
+def get_session(*, session_id: int) -> Call[Session]:
+    return Call("GET", f"/sessions/{_id(session_id)}", Session)
+
+
+def session_by_external_id(*, external_id: str) -> Call[Session]:
+    return Call("GET", f"/sessions/by-external/{_segment(external_id)}", Session)
+
+
+def update_session(*, session_id: int, metadata: Meta) -> Call[Session]:
+    return Call("PATCH", f"/sessions/{_id(session_id)}", Session, body={"metadata": metadata})
+
+
+def delete_session(*, session_id: int) -> Call[None]:
+    return Call("DELETE", f"/sessions/{_id(session_id)}", None)
+
+
+def session_episodes(*, session_id: int, limit: int, offset: int) -> Call[EpisodePage]:
+    return Call("GET", f"/sessions/{_id(session_id)}/episodes", EpisodePage, {"limit": limit, "offset": offset})
+
+
+def session_summaries(*, session_id: int) -> Call[list[Summary]]:
+    return Call("GET", f"/sessions/{_id(session_id)}/summaries", list[Summary])
+
+
+# -- episodes -------------------------------------------------------------------------------------
+def create_episode(*, session_id: int, user_message: str, ai_response: str, token_count: int | None,
+                   metadata: Meta | None, created_at: datetime | None) -> Call[Episode]:
+    return Call("POST", "/episodes", Episode, body=_body(
+        session_id=session_id, user_message=user_message, ai_response=ai_response, token_count=token_count,
+        metadata=metadata, created_at=created_at))
+
+
+def create_episodes(*, episodes: Sequence[NewEpisode]) -> Call[list[Episode]]:
+    return Call("POST", "/episodes/batch", list[Episode], body={"episodes": list(episodes)})
+
+
+def get_episode(*, episode_id: int) -> Call[Episode]:
+    return Call("GET", f"/episodes/{_id(episode_id)}", Episode)
+
+
+def update_episode(*, episode_id: int, user_message: str | None, ai_response: str | None, token_count: int | None,
+                   metadata: Meta | None) -> Call[Episode]:
+    return Call("PATCH", f"/episodes/{_id(episode_id)}", Episode, body=_body(
+        user_message=user_message, ai_response=ai_response, token_count=token_count, metadata=metadata))
+
+
+def delete_episode(*, episode_id: int) -> Call[None]:
+    return Call("DELETE", f"/episodes/{_id(episode_id)}", None)
+
+
+def search_episodes(*, q: str, limit: int, session_id: int | None, match: Match) -> Call[EpisodeSearch]:
+    return Call("GET", "/episodes/search", EpisodeSearch,
+                {"q": q, "limit": limit, "sessionId": session_id, "match": match})
+
+
+# -- entities and relationships -------------------------------------------------------------------
+def upsert_entity(*, name: str, type: str, notes: str | None, metadata: Meta | None) -> Call[Entity]:
+    return Call("POST", "/entities", Entity, body=_body(name=name, type=type, notes=notes, metadata=metadata))
+
+
+def get_entity(*, entity_id: int) -> Call[Entity]:
+    return Call("GET", f"/entities/{_id(entity_id)}", Entity)
+
+
+def entities_by_type(*, type: str, limit: int, offset: int) -> Call[EntityPage]:
+    return Call("GET", f"/entities/by-type/{_segment(type)}", EntityPage, {"limit": limit, "offset": offset})
+
+
+def find_entities(*, name: str, limit: int) -> Call[list[Entity]]:
+    return Call("GET", "/entities/search", list[Entity], {"name": name, "limit": limit})
+
+
+def delete_entity(*, entity_id: int) -> Call[None]:
+    return Call("DELETE", f"/entities/{_id(entity_id)}", None)
+
+
+def relationships(*, entity_id: int, direction: Direction) -> Call[list[Relationship]]:
+    return Call("GET", f"/entities/{_id(entity_id)}/relationships", list[Relationship], {"direction": direction})
+
+
+def upsert_relationship(*, from_id: int, to_id: int, label: str, metadata: Meta | None) -> Call[Relationship]:
+    return Call("POST", "/relationships", Relationship,
+                body=_body(from_id=from_id, to_id=to_id, label=label, metadata=metadata))
+
+
+def delete_relationship(*, from_id: int, to_id: int, label: str) -> Call[None]:
+    return Call("DELETE", "/relationships", None, body=_body(from_id=from_id, to_id=to_id, label=label))
+
+
+# -- summaries ------------------------------------------------------------------------------------
+def create_summary(*, session_id: int, content: str, first_episode_id: int | None, last_episode_id: int | None,
+                   episode_count: int | None, token_count: int | None, metadata: Meta | None) -> Call[Summary]:
+    return Call("POST", "/summaries", Summary, body=_body(
+        session_id=session_id, content=content, first_episode_id=first_episode_id, last_episode_id=last_episode_id,
+        episode_count=episode_count, token_count=token_count, metadata=metadata))
+
+
+def get_summary(*, summary_id: int) -> Call[Summary]:
+    return Call("GET", f"/summaries/{_id(summary_id)}", Summary)
+
+
+def delete_summary(*, summary_id: int) -> Call[None]:
+    return Call("DELETE", f"/summaries/{_id(summary_id)}", None)
+
+
+# -- retrieval and operations ---------------------------------------------------------------------
+def search(*, query: str, limit: int, session_id: int | None, sources: Sequence[Source], ranker: str | None,
+           since: datetime | None, until: datetime | None) -> Call[SearchResult]:
+    return Call("POST", "/search", SearchResult, body=_body(
+        query=query, limit=limit, session_id=session_id, sources=list(sources), ranker=ranker, since=since,
+        until=until))
+
+
+def context(*, query: str, session_id: int, token_budget: int, recent_episodes: int, relevant_limit: int,
+            ranker: str | None) -> Call[ContextPackage]:
+    return Call("POST", "/context", ContextPackage, body=_body(
+        query=query, session_id=session_id, token_budget=token_budget, recent_episodes=recent_episodes,
+        relevant_limit=relevant_limit, ranker=ranker))
+
+
+def rankers() -> Call[list[Ranker]]:
+    return Call("GET", "/rankers", list[Ranker])
+
+
+def health() -> Call[dict[str, Any]]:
+    return Call("GET", "/health", dict[str, Any])
+
+
+def metrics() -> Call[str]:
+    return Call("GET", "/metrics", str)

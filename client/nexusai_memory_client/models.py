@@ -1,0 +1,171 @@
+"""The client's own wire types: what the service answers, as msgspec Structs with camelCase names.
+
+They mirror the service's JSON, not its code: the client never imports the server. Unknown fields
+are ignored when decoding, so a newer service that adds fields does not break an older client.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import msgspec
+
+Meta = dict[str, Any]
+
+
+class Wire(msgspec.Struct, rename="camel", kw_only=True):
+    pass
+
+
+class NewEpisode(Wire, omit_defaults=True):
+    """One episode for ``create_episodes`` (the batch route)."""
+
+    session_id: int
+    user_message: str
+    ai_response: str
+    token_count: int | None = None
+    metadata: Meta = {}
+    created_at: datetime | None = None
+
+
+class Session(Wire):
+    id: int
+    external_id: str
+    metadata: Meta
+    created_at: str
+    updated_at: str
+
+
+class Episode(Wire):
+    id: int
+    session_id: int
+    user_message: str
+    ai_response: str
+    token_count: int | None
+    metadata: Meta
+    created_at: str
+
+
+class Entity(Wire):
+    id: int
+    name: str
+    type: str
+    notes: str | None
+    metadata: Meta
+    created_at: str
+    updated_at: str
+
+
+class Relationship(Wire):
+    id: int
+    from_id: int
+    to_id: int
+    label: str
+    metadata: Meta
+    created_at: str
+
+
+class Summary(Wire):
+    id: int
+    session_id: int
+    content: str
+    first_episode_id: int | None
+    last_episode_id: int | None
+    episode_count: int
+    token_count: int | None
+    metadata: Meta
+    created_at: str
+
+
+class SessionPage(Wire):
+    items: list[Session]
+    total: int
+    limit: int
+    offset: int
+
+
+class EpisodePage(Wire):
+    items: list[Episode]
+    total: int
+    limit: int
+    offset: int
+
+
+class EntityPage(Wire):
+    items: list[Entity]
+    total: int
+    limit: int
+    offset: int
+
+
+class EpisodeHit(Wire):
+    episode: Episode
+    score: float
+
+
+class EpisodeSearch(Wire):
+    query: str
+    match: str
+    results: list[EpisodeHit]
+
+
+class Leg(Wire):
+    rank: int
+    score: float
+
+
+class SearchHit(Wire):
+    source: str
+    id: int
+    score: float
+    vector: Leg | None
+    keyword: Leg | None
+    episode: Episode | None = None
+    entity: Entity | None = None
+    summary: Summary | None = None
+
+
+class SearchResult(Wire):
+    ranker: str
+    degraded: bool
+    warnings: list[str]
+    hits: list[SearchHit]
+
+
+class ScoredEpisode(Wire):
+    episode: Episode
+    score: float
+
+
+class ScoredSummary(Wire):
+    summary: Summary
+    score: float
+
+
+class Omitted(Wire):
+    kind: str
+    id: int
+    tokens: int
+
+
+class ContextPackage(Wire):
+    session_id: int
+    query: str
+    token_budget: int
+    tokens_used: int
+    recent_episodes: list[Episode]
+    relevant_episodes: list[ScoredEpisode]
+    summaries: list[ScoredSummary]
+    entities: list[Entity]
+    relationships: list[Relationship]
+    omitted: list[Omitted]
+    degraded: bool
+    warnings: list[str]
+
+
+class Ranker(Wire):
+    name: str
+    description: str
+    plugin: str
+    default: bool

@@ -1,0 +1,154 @@
+"""``MemoryClient``: the blocking client, over ``httpx.Client``."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+import httpx
+
+from nexusai_memory_client import calls as c
+from nexusai_memory_client.calls import Call, Direction, Match, Source, T
+from nexusai_memory_client.models import (
+    ContextPackage, Entity, EntityPage, Episode, EpisodePage, EpisodeSearch, Meta, NewEpisode, Ranker, Relationship,
+    SearchResult, Session, SessionPage, Summary,
+)
+
+DEFAULT_TIMEOUT = 30.0
+
+
+class MemoryClient:
+    """Blocking client; use it as a context manager or call ``close()``. Every method takes keyword
+    arguments only and raises ``MemoryServiceError`` on any failure. A ready ``http`` client (its
+    own base URL, proxies, transport) replaces the default one."""
+
+    def __init__(self, base_url: str = "http://127.0.0.1:3002", *, api_key: str | None = None,
+                 timeout: float = DEFAULT_TIMEOUT, http: httpx.Client | None = None) -> None:
+        self._http = http or httpx.Client(base_url=base_url, timeout=timeout, headers=c.headers(api_key))
+
+    def send(self, call: Call[T]) -> T:
+        try:
+            response = self._http.request(call.method, call.path, **call.request_args())
+        except httpx.HTTPError as exc:
+            raise c.unreachable(exc) from exc
+        return c.decode(call, response)
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> MemoryClient:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # -- sessions ---------------------------------------------------------------------------------
+    def create_session(self, *, external_id: str, metadata: Meta | None = None) -> Session:
+        return self.send(c.create_session(external_id=external_id, metadata=metadata))
+
+    def list_sessions(self, *, limit: int = 20, offset: int = 0) -> SessionPage:
+        return self.send(c.list_sessions(limit=limit, offset=offset))
+
+    def get_session(self, *, session_id: int) -> Session:
+        return self.send(c.get_session(session_id=session_id))
+
+    def session_by_external_id(self, *, external_id: str) -> Session:
+        return self.send(c.session_by_external_id(external_id=external_id))
+
+    def update_session(self, *, session_id: int, metadata: Meta) -> Session:
+        return self.send(c.update_session(session_id=session_id, metadata=metadata))
+
+    def delete_session(self, *, session_id: int) -> None:
+        return self.send(c.delete_session(session_id=session_id))
+
+    def session_episodes(self, *, session_id: int, limit: int = 20, offset: int = 0) -> EpisodePage:
+        return self.send(c.session_episodes(session_id=session_id, limit=limit, offset=offset))
+
+    def session_summaries(self, *, session_id: int) -> list[Summary]:
+        return self.send(c.session_summaries(session_id=session_id))
+
+    # -- episodes ---------------------------------------------------------------------------------
+    def create_episode(self, *, session_id: int, user_message: str, ai_response: str, token_count: int | None = None,
+                       metadata: Meta | None = None, created_at: datetime | None = None) -> Episode:
+        return self.send(c.create_episode(session_id=session_id, user_message=user_message, ai_response=ai_response,
+                                          token_count=token_count, metadata=metadata, created_at=created_at))
+
+    def create_episodes(self, *, episodes: Sequence[NewEpisode]) -> list[Episode]:
+        return self.send(c.create_episodes(episodes=episodes))
+
+    def get_episode(self, *, episode_id: int) -> Episode:
+        return self.send(c.get_episode(episode_id=episode_id))
+
+    def update_episode(self, *, episode_id: int, user_message: str | None = None, ai_response: str | None = None,
+                       token_count: int | None = None, metadata: Meta | None = None) -> Episode:
+        return self.send(c.update_episode(episode_id=episode_id, user_message=user_message, ai_response=ai_response,
+                                          token_count=token_count, metadata=metadata))
+
+    def delete_episode(self, *, episode_id: int) -> None:
+        return self.send(c.delete_episode(episode_id=episode_id))
+
+    def search_episodes(self, *, q: str, limit: int = 10, session_id: int | None = None,
+                        match: Match = "all") -> EpisodeSearch:
+        return self.send(c.search_episodes(q=q, limit=limit, session_id=session_id, match=match))
+
+    # -- entities and relationships ---------------------------------------------------------------
+    def upsert_entity(self, *, name: str, type: str, notes: str | None = None, metadata: Meta | None = None) -> Entity:
+        return self.send(c.upsert_entity(name=name, type=type, notes=notes, metadata=metadata))
+
+    def get_entity(self, *, entity_id: int) -> Entity:
+        return self.send(c.get_entity(entity_id=entity_id))
+
+    def entities_by_type(self, *, type: str, limit: int = 100, offset: int = 0) -> EntityPage:
+        return self.send(c.entities_by_type(type=type, limit=limit, offset=offset))
+
+    def find_entities(self, *, name: str, limit: int = 20) -> list[Entity]:
+        return self.send(c.find_entities(name=name, limit=limit))
+
+    def delete_entity(self, *, entity_id: int) -> None:
+        return self.send(c.delete_entity(entity_id=entity_id))
+
+    def relationships(self, *, entity_id: int, direction: Direction = "out") -> list[Relationship]:
+        return self.send(c.relationships(entity_id=entity_id, direction=direction))
+
+    def upsert_relationship(self, *, from_id: int, to_id: int, label: str,
+                            metadata: Meta | None = None) -> Relationship:
+        return self.send(c.upsert_relationship(from_id=from_id, to_id=to_id, label=label, metadata=metadata))
+
+    def delete_relationship(self, *, from_id: int, to_id: int, label: str) -> None:
+        return self.send(c.delete_relationship(from_id=from_id, to_id=to_id, label=label))
+
+    # -- summaries --------------------------------------------------------------------------------
+    def create_summary(self, *, session_id: int, content: str, first_episode_id: int | None = None,
+                       last_episode_id: int | None = None, episode_count: int | None = None,
+                       token_count: int | None = None, metadata: Meta | None = None) -> Summary:
+        return self.send(c.create_summary(session_id=session_id, content=content, first_episode_id=first_episode_id,
+                                          last_episode_id=last_episode_id, episode_count=episode_count,
+                                          token_count=token_count, metadata=metadata))
+
+    def get_summary(self, *, summary_id: int) -> Summary:
+        return self.send(c.get_summary(summary_id=summary_id))
+
+    def delete_summary(self, *, summary_id: int) -> None:
+        return self.send(c.delete_summary(summary_id=summary_id))
+
+    # -- retrieval and operations -----------------------------------------------------------------
+    def search(self, *, query: str, limit: int = 10, session_id: int | None = None,
+               sources: Sequence[Source] = ("episodes",), ranker: str | None = None, since: datetime | None = None,
+               until: datetime | None = None) -> SearchResult:
+        return self.send(c.search(query=query, limit=limit, session_id=session_id, sources=sources, ranker=ranker,
+                                  since=since, until=until))
+
+    def context(self, *, query: str, session_id: int, token_budget: int, recent_episodes: int = 5,
+                relevant_limit: int = 10, ranker: str | None = None) -> ContextPackage:
+        return self.send(c.context(query=query, session_id=session_id, token_budget=token_budget,
+                                   recent_episodes=recent_episodes, relevant_limit=relevant_limit, ranker=ranker))
+
+    def rankers(self) -> list[Ranker]:
+        return self.send(c.rankers())
+
+    def health(self) -> dict[str, Any]:
+        return self.send(c.health())
+
+    def metrics(self) -> str:
+        return self.send(c.metrics())
