@@ -30,8 +30,9 @@ def test_with_a_key_the_schema_declares_the_bearer_scheme_and_health_needs_none(
     assert spec["components"]["securitySchemes"]["bearerAuth"] == {
         "type": "http", "scheme": "bearer", "description": "MEMORY_API_KEY, sent as 'Authorization: Bearer <key>'"}
     assert spec["security"] == [{"bearerAuth": []}]
-    assert spec["paths"]["/health"]["get"]["security"] == []
-    assert all("security" not in op for method, path, op in _operations(spec) if path != "/health")
+    health = {"/health", "/health/live", "/health/ready"}
+    assert all(spec["paths"][path]["get"]["security"] == [] for path in health)
+    assert all("security" not in op for method, path, op in _operations(spec) if path not in health)
 
 
 def test_without_a_key_the_schema_declares_no_security(client):
