@@ -384,6 +384,7 @@ def main() -> None:
     parser.add_argument("--soak-scale", default=None, help="default: the largest scale run")
     parser.add_argument("--drain-episodes", type=int, default=10_000, help="0 skips the backlog-drain row")
     parser.add_argument("--profile", action="store_true", help="extra rows under py-spy (pip install py-spy)")
+    parser.add_argument("--peer-rounds", type=int, default=2, help="rounds beside the Node.js original (0: none)")
     args = parser.parse_args()
     scales = [s.strip().lower() for s in args.scales.split(",") if s.strip()]
     unknown = [s for s in scales if s not in load.SCALES]
@@ -409,7 +410,14 @@ def main() -> None:
     if args.drain_episodes > 0:
         log("embedding backlog drain against a fake Ollama server")
         record["drain"] = bench_drain(args.drain_episodes, args.profile)
+    if args.peer_rounds > 0:
+        import peer  # imports this module's Server and Wrk, so only once main() runs
+
+        record["peer"] = peer.peer_comparison(argparse.Namespace(duration=args.duration, rounds=args.peer_rounds),
+                                              wrk_binary)
     text = table(record)
+    if record.get("peer"):
+        text += "\n\n" + record["peer"].pop("table")
     print(text)
     target = RESULTS / f"{started.strftime('%Y%m%dT%H%M%SZ')}.json"
     target.write_text(json.dumps(record, indent=2))

@@ -1,0 +1,241 @@
+"""The Node.js original beside this service, same corpus, same routes, rounds alternating.
+
+    .venv/bin/python bench/peer.py [--duration 8] [--rounds 2] [--json out.json]
+
+The peer (``../shared/peer-node``: express 5 + better-sqlite3 12, ``synchronous=FULL`` by SQLite's
+WAL default) is copied under ``bench/data/peer-node`` and installed there once with ``npm ci``
+(``shared/`` is read-only). Both servers get the same corpus through their own APIs — 100 sessions
+x 200 episodes of Zipf-distributed words (``load.TextGenerator``) — and the same wrk Lua scripts.
+Each round runs every route on the peer and then on the project, the order swapped every round so
+neither always runs on a warmer machine. The ratio is project req/s over peer req/s, the median
+over rounds (with the range). This service runs as ``make run`` would serve it, with the embedded
+Qdrant Edge index, ``EMBEDDER=hash`` and the embedding worker on.
+
+Without ``npm`` on the PATH the comparison is skipped with one line; nothing else fails.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import httpx
+
+BENCH = Path(__file__).resolve().parent
+ROOT = BENCH.parent
+sys.path.insert(0, str(BENCH))
+
+import load  # noqa: E402
+from run import HOST, Server, Wrk, ensure_wrk, free_port, log, rss_mb  # noqa: E402
+
+PEER_SOURCE = ROOT.parent / "shared" / "peer-node"
+PEER_HOME = load.DATA / "peer-node"
+SESSIONS, PER_SESSION = 100, 200
+
+# (row, wrk script, connections): the seed routes the peer serves, as the performance issue lists them.
+ROUTES = [
+    ("POST /episodes", "post_episode.lua", 32),
+    ("GET /episodes/:id", "get_episode.lua", 32),
+    ("GET /sessions/:id/episodes", "session_episodes.lua", 32),
+    ("GET /episodes/search", "keyword_search.lua", 8),
+    ("GET /episodes/search ", "keyword_search.lua", 1),
+]
+
+
+def ensure_peer() -> Path | None:
+    """The peer installed under bench/data (reinstalled when its lock file changes); None without npm."""
+    if shutil.which("npm") is None or shutil.which("node") is None:
+        return None
+    lock = (PEER_SOURCE / "package-lock.json").read_bytes()
+    installed = PEER_HOME / "package-lock.json"
+    if (PEER_HOME / "node_modules" / "better-sqlite3").is_dir() and installed.is_file() and installed.read_bytes() == lock:
+        return PEER_HOME
+    shutil.rmtree(PEER_HOME, ignore_errors=True)
+    PEER_HOME.mkdir(parents=True)
+    for name in ("package.json", "package-lock.json", "server.js"):
+        shutil.copyfile(PEER_SOURCE / name, PEER_HOME / name)
+    log("installing the Node.js peer (npm ci; better-sqlite3 may build from source, a few minutes)")
+    subprocess.run(["npm", "ci", "--no-audit", "--no-fund"], cwd=PEER_HOME, check=True,
+                   stdout=subprocess.DEVNULL)
+    return PEER_HOME
+
+
+class PeerServer:
+    """``node server.js`` in a subprocess, answered on /health before it counts as started."""
+
+    def __init__(self, home: Path, work: Path) -> None:
+        self.port = free_port()
+        self.url = f"http://{HOST}:{self.port}"
+        self._log = open(work / "peer.log", "wb")
+        env = {**os.environ, "SQLITE_PATH": str(work / "peer.db"), "PORT": str(self.port)}
+        env.pop("EMBEDDING_SERVICE_URL", None)
+        self.proc = subprocess.Popen(["node", str(home / "server.js")], cwd=work, env=env,
+                                     stdout=self._log, stderr=subprocess.STDOUT)
+        self.pid = self.proc.pid
+        deadline = time.perf_counter() + 60
+        with httpx.Client(timeout=2) as client:
+            while True:
+                if self.proc.poll() is not None:
+                    raise RuntimeError(f"the peer exited with {self.proc.returncode}; see {work}/peer.log")
+                try:
+                    if client.get(self.url + "/health").status_code == 200:
+                        return
+                except httpx.TransportError:
+                    pass
+                if time.perf_counter() > deadline:
+                    self.stop()
+                    raise RuntimeError("the peer did not answer within 60 s")
+                time.sleep(0.05)
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self._log.close()
+
+
+def corpus() -> list[list[tuple[str, str]]]:
+    gen = load.TextGenerator(seed=15)
+    return [[(gen.sentence(6, 24), gen.sentence(12, 48)) for _ in range(PER_SESSION)] for _ in range(SESSIONS)]
+
+
+def fill_project(url: str, sessions: list[list[tuple[str, str]]]) -> None:
+    """The corpus through the service's own API: sessions 1..100, each with its 200 episodes in one batch."""
+    with httpx.Client(base_url=url, timeout=60) as client:
+        for number, episodes in enumerate(sessions):
+            session = client.post("/sessions", json={"externalId": f"peer-bench-{number}"})
+            session.raise_for_status()
+            sid = session.json()["id"]
+            bodies = [{"sessionId": sid, "userMessage": u, "aiResponse": a} for u, a in episodes]
+            client.post("/episodes/batch", json={"episodes": bodies}).raise_for_status()
+
+
+def fill_peer(url: str, sessions: list[list[tuple[str, str]]]) -> None:
+    """The same corpus through the peer's API (it has no batch route): four sessions at a time."""
+    with ThreadPoolExecutor(4) as pool:
+        # Sessions are created first, in order, so both stores number them alike.
+        with httpx.Client(base_url=url, timeout=60) as client:
+            ids = [client.post("/sessions", json={"externalId": f"peer-bench-{n}"}).json()["id"]
+                   for n in range(len(sessions))]
+
+        def post_all(pair: tuple[int, list[tuple[str, str]]]) -> None:
+            sid, episodes = pair
+            with httpx.Client(base_url=url, timeout=60) as client:
+                for u, a in episodes:
+                    client.post("/episodes", json={"sessionId": sid, "userMessage": u, "aiResponse": a}).raise_for_status()
+
+        list(pool.map(post_all, zip(ids, sessions)))
+
+
+def compare(args, wrk_binary: str, home: Path) -> dict:
+    sessions = corpus()
+    gen = load.TextGenerator(seed=16)
+    queries = gen.queries(2_000)
+    work = Path(tempfile.mkdtemp(prefix="peer-bench-", dir=load.DATA))
+    queries_file, words_file = work / "queries.txt", work / "words.txt"
+    queries_file.write_text("\n".join(queries) + "\n")
+    words_file.write_text("\n".join(gen.words[:3000]) + "\n")
+    wrk = Wrk(wrk_binary, {"BENCH_MAX_ID": str(SESSIONS * PER_SESSION), "BENCH_SESSIONS": str(SESSIONS),
+                           "BENCH_QUERIES": str(queries_file), "BENCH_WORDS": str(words_file)})
+    (work / "project").mkdir()
+    (work / "peer").mkdir()
+    log("peer comparison: loading the same corpus into both servers")
+    peer = PeerServer(home, work / "peer")
+    project = Server(work / "project", {})
+    results: dict = {"peer": {name: [] for name, _, _ in ROUTES}, "project": {name: [] for name, _, _ in ROUTES}}
+    try:
+        fill_peer(peer.url, sessions)
+        fill_project(project.url, sessions)
+        project.wait_for_backlog(300)
+        for side in (peer, project):
+            wrk.run(side.url, "get_episode.lua", 8, 2)  # warm caches and connections
+        for round_number in range(args.rounds):
+            order = [("peer", peer), ("project", project)]
+            if round_number % 2:
+                order.reverse()
+            for name, script, conns in ROUTES:
+                for side_name, side in order:
+                    log(f"peer comparison round {round_number + 1}: {side_name} {name.strip()} c{conns}")
+                    row = wrk.run(side.url, script, conns, args.duration, side.pid)
+                    results[side_name][name].append(row)
+                    if script == "post_episode.lua" and side is project:
+                        project.wait_for_backlog(120)
+        results["rss_mb"] = {"peer": rss_mb(peer.pid), "project": rss_mb(project.pid)}
+    finally:
+        peer.stop()
+        project.stop()
+        shutil.rmtree(work, ignore_errors=True)
+    return results
+
+
+def summarise(results: dict) -> list[dict]:
+    rows = []
+    for name, _, conns in ROUTES:
+        peer, project = results["peer"][name], results["project"][name]
+        ratios = [b["req_per_s"] / a["req_per_s"] for a, b in zip(peer, project) if a["req_per_s"]]
+        med = lambda rs, key: statistics.median(r[key] for r in rs)  # noqa: E731
+        rows.append({
+            "route": name, "connections": conns,
+            "peer_req_s": med(peer, "req_per_s"), "project_req_s": med(project, "req_per_s"),
+            "peer_p50_ms": med(peer, "p50_ms"), "project_p50_ms": med(project, "p50_ms"),
+            "peer_p99_ms": med(peer, "p99_ms"), "project_p99_ms": med(project, "p99_ms"),
+            "errors": sum(r["errors"] for r in peer + project),
+            "ratio": round(statistics.median(ratios), 2) if ratios else None,
+            "ratio_range": [round(min(ratios), 2), round(max(ratios), 2)] if ratios else None,
+        })
+    return rows
+
+
+def table(rows: list[dict], rss: dict) -> str:
+    head = (f"{'route (peer = Node.js original)':<28} {'conns':>5} {'peer req/s':>10} {'ours req/s':>10} "
+            f"{'ratio':>6} {'range':>11} {'p50 peer/ours ms':>17} {'p99 peer/ours ms':>17} {'errors':>6}")
+    lines = [head, "-" * len(head)]
+    for r in rows:
+        span = f"{r['ratio_range'][0]:.2f}-{r['ratio_range'][1]:.2f}" if r["ratio_range"] else "-"
+        lines.append(f"{r['route']:<28} {r['connections']:>5} {r['peer_req_s']:>10.0f} {r['project_req_s']:>10.0f} "
+                     f"{r['ratio'] or 0:>6.2f} {span:>11} {r['peer_p50_ms']:>8.2f}/{r['project_p50_ms']:<8.2f} "
+                     f"{r['peer_p99_ms']:>8.2f}/{r['project_p99_ms']:<8.2f} {r['errors']:>6}")
+    lines.append(f"{'RSS after the run':<28} {'':>5} {rss['peer']['rss_mb']:>8.0f}MB {rss['project']['rss_mb']:>8.0f}MB")
+    return "\n".join(lines)
+
+
+def peer_comparison(args, wrk_binary: str) -> dict | None:
+    """The comparison as run.py calls it: None (after one line) when npm is missing."""
+    home = ensure_peer()
+    if home is None:
+        log("peer comparison skipped: npm/node not found (install Node.js 20 to compare with the original)")
+        return None
+    results = compare(args, wrk_binary, home)
+    rows = summarise(results)
+    return {"rows": rows, "rss_mb": results["rss_mb"], "rounds": args.rounds, "duration_s": args.duration,
+            "raw": {k: results[k] for k in ("peer", "project")}, "table": table(rows, results["rss_mb"])}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="This service beside the Node.js original, route by route.")
+    parser.add_argument("--duration", type=float, default=8.0, help="seconds per wrk row")
+    parser.add_argument("--rounds", type=int, default=2, help="alternating rounds (order swapped each round)")
+    parser.add_argument("--json", type=Path, default=None, help="also write the record here")
+    args = parser.parse_args()
+    record = peer_comparison(args, ensure_wrk())
+    if record is None:
+        return
+    print(record["table"])
+    if args.json:
+        args.json.write_text(json.dumps(record, indent=2))
+
+
+if __name__ == "__main__":
+    main()
