@@ -13,7 +13,6 @@ from typing import Annotated, Optional
 import typer
 
 from app.config import ConfigError, Settings, load_settings
-from domain.errors import DimensionMismatch
 
 cli = typer.Typer(help="NexusAI Memory Service", no_args_is_help=True, add_completion=False)
 
@@ -37,17 +36,10 @@ def _exit_cleanly(signum: int, frame: object) -> None:
 
 
 def _open_stores(container) -> None:
-    """Open the database and the embedded vector index before uvicorn starts, so a locked,
-    unwritable or mismatched store fails with one line instead of a lifespan traceback.
-
-    Only loop-independent components are opened here (the SQLite writer thread, the Edge engine
-    thread); a Qdrant server client binds to an event loop and is left to the app's lifespan."""
+    """Open the database before uvicorn starts, so a locked or unopenable store fails with one
+    line instead of a lifespan traceback. The vector index is not opened here: it is derived
+    data, and whatever state it is in the index manager deals with it while the service runs."""
     container.store()
-    if container.settings().vector_index == "edge":
-        try:
-            asyncio.run(container.indexing().ensure_collections())
-        except DimensionMismatch as exc:
-            raise ConfigError("EMBEDDING_DIM", exc.message) from None
 
 
 @cli.command()

@@ -73,6 +73,12 @@ class Settings:
     embedding_max_attempts: int = 5
     health_interval: float = 5.0
     min_free_disk_bytes: int = 100 * 1024 * 1024
+    # The vector index as a cache of the store (README: "When the index is lost or the model changes").
+    index_verify_seconds: float = 300.0
+    index_check_seconds: float = 5.0
+    index_optimize_every: int = 5_000
+    index_inline_build_points: int = 5_000
+    index_disk_reserve_mb: int = 128
 
     @property
     def secrets(self) -> tuple[str, ...]:
@@ -195,6 +201,11 @@ def load_settings(env: Mapping[str, str] | None = None, dotenv: str | Path | Non
         embedding_max_attempts=_int(env, "EMBEDDING_MAX_ATTEMPTS", 5, 1, 1000),
         health_interval=_float(env, "HEALTH_INTERVAL", 5.0, 0.05),
         min_free_disk_bytes=_int(env, "MIN_FREE_DISK_MB", 100, 0, 2**31) * 1024 * 1024,
+        index_verify_seconds=_float(env, "INDEX_VERIFY_SECONDS", 300.0, 0.1),
+        index_check_seconds=_float(env, "INDEX_CHECK_SECONDS", 5.0, 0.05),
+        index_optimize_every=_int(env, "INDEX_OPTIMIZE_EVERY", 5_000, 1),
+        index_inline_build_points=_int(env, "INDEX_INLINE_BUILD_POINTS", 5_000, 0),
+        index_disk_reserve_mb=_int(env, "INDEX_DISK_RESERVE_MB", 128, 0),
     )
 
 

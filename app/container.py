@@ -16,23 +16,34 @@ from adapters.embedders.hashing import HashEmbedder
 from adapters.embedders.http import make_http_client
 from adapters.embedders.ollama import OllamaEmbedder
 from adapters.embedders.openai import OpenAIEmbedder
+from adapters.memory.catalog import InMemoryIndexCatalog
 from adapters.memory.fake_embedder import FakeEmbedder
 from adapters.memory.store import InMemoryMemoryStore
 from adapters.memory.vector_index import InMemoryVectorIndex
+from adapters.sqlite.catalog import SqliteIndexCatalog
 from adapters.sqlite.store import SqliteMemoryStore
 from app.config import Settings
 from app.plugins import RankerRegistry, get_plugin_manager
 from domain.context import ContextService
+from domain.index_manager import IndexManager
 from domain.indexing import IndexingService
 from domain.ranking import RankerConfig
 from domain.retrieval import SearchService
 from domain.services import EntityService, EpisodeService, SessionService, SummaryService
 
 
-def _edge_index(path: str):
+def _edge_index(path: str, s: Settings):
     from adapters.qdrant.edge import QdrantEdgeIndex  # the engine loads only when chosen
 
-    return QdrantEdgeIndex(path)
+    return QdrantEdgeIndex(
+        path, optimize_every=s.index_optimize_every, inline_optimize_points=s.index_inline_build_points,
+        disk_reserve_bytes=s.index_disk_reserve_mb * 2**20,
+    )
+
+
+def _index_manager(index, catalog, store, embedder, s: Settings) -> IndexManager:
+    return IndexManager(index, catalog, store, embedder, s.embedder,
+                        verify_seconds=s.index_verify_seconds, check_seconds=s.index_check_seconds)
 
 
 def _server_index(url: str, api_key: str | None):
@@ -96,13 +107,21 @@ class Container(containers.DeclarativeContainer):
 
     vector_index = providers.Selector(
         providers.Callable(_setting("vector_index"), settings),
-        edge=providers.Singleton(_edge_index, providers.Callable(_setting("resolved_qdrant_path"), settings)),
+        edge=providers.Singleton(
+            _edge_index, providers.Callable(_setting("resolved_qdrant_path"), settings), settings),
         server=providers.Singleton(
             _server_index, providers.Callable(_setting("qdrant_url"), settings),
             providers.Callable(_setting("qdrant_api_key"), settings),
         ),
         memory=providers.Singleton(InMemoryVectorIndex),
     )
+
+    catalog = providers.Selector(
+        providers.Callable(_setting("store"), settings),
+        sqlite=providers.Singleton(SqliteIndexCatalog, providers.Callable(attrgetter("database"), store)),
+        memory=providers.Singleton(InMemoryIndexCatalog, store),
+    )
+    index_manager = providers.Singleton(_index_manager, vector_index, catalog, store, embedder, settings)
 
     plugin_manager = providers.Singleton(get_plugin_manager, load_entrypoints=True)
     rankers = providers.Singleton(RankerRegistry, plugin_manager, providers.Callable(_ranker_config, settings))
@@ -111,10 +130,10 @@ class Container(containers.DeclarativeContainer):
     episodes = providers.Singleton(EpisodeService, store)
     entities = providers.Singleton(EntityService, store)
     summaries = providers.Singleton(SummaryService, store)
-    indexing = providers.Singleton(IndexingService, store, vector_index, embedder,
+    indexing = providers.Singleton(IndexingService, store, index_manager, embedder,
                                    max_attempts=providers.Callable(_setting("embedding_max_attempts"), settings))
     search = providers.Singleton(
-        SearchService, store, vector_index, embedder, rankers,
+        SearchService, store, index_manager, embedder, rankers,
         providers.Callable(_setting("default_ranker"), settings),
     )
     context = providers.Singleton(ContextService, store, search)

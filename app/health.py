@@ -37,7 +37,6 @@ from litestar.datastructures import State
 from app.config import Settings
 from domain.models import parse_timestamp
 from domain.redaction import redact
-from domain.vectors import COLLECTIONS
 
 log = logging.getLogger("nexusai.health")
 
@@ -179,20 +178,19 @@ def standard_monitor(container, settings: Settings, dead_lettered: Callable[[], 
         return Reading(OK, details)
 
     async def vector_index() -> Reading:
-        index = container.vector_index()
-        error = await index.health()
+        # The index manager's status object (issue 10): consistent, verifying, rebuilding with
+        # progress and ETA, diverged, unavailable, disk low; it repairs on its own, so a
+        # difference from the store is reported with what is being done about it.
+        manager = container.index_manager()
+        error = await manager.health()
         if error is not None:
             return Reading(DOWN, {"kind": settings.vector_index}, error)
-        # Consistency: every record is either a point or waiting in the outbox. Fewer points than
-        # that (a lost or emptied index) means search silently misses memories.
-        rows, backlog = await container.store().counts(), await container.store().backlog()
-        points = {name: await index.count(name) for name in COLLECTIONS}
-        missing = {name: rows[name] - points[name] for name in COLLECTIONS if rows[name] - points[name] > 0}
-        details = {"kind": settings.vector_index, "points": points}
-        if missing and sum(missing.values()) > backlog.pending + backlog.dead:
-            return Reading(DEGRADED, details, f"points missing with no embedding job queued: {missing}; "
-                                              "run `memory-service reindex`")
-        return Reading(OK, details)
+        await manager.refresh()
+        status = manager.status()
+        details = {"kind": settings.vector_index,
+                   "points": {name: c["points"] for name, c in status["collections"].items()}, "index": status}
+        problem = manager.problem()
+        return Reading(DEGRADED if problem else OK, details, problem)
 
     async def embedder() -> Reading:
         probe = await container.embedder().probe()

@@ -80,7 +80,9 @@ def create_app(settings: Settings, container: Container | None = None) -> Litest
     @asynccontextmanager
     async def lifespan(app: Litestar):
         container.store()
-        await container.indexing().ensure_collections()
+        manager = container.index_manager()
+        await manager.start()  # never waits for a build: derived data does not hold up start-up
+        manager.run()
         service_metrics.watch_indexing(container.indexing())
         container.search().observe_leg = service_metrics.observe_leg
         if settings.worker_enabled:
@@ -132,6 +134,7 @@ def create_app(settings: Settings, container: Container | None = None) -> Litest
 async def close_container(container: Container) -> None:
     """Close what the container opened, most dependent first; each close is attempted."""
     for name, closer in (
+        ("index manager", lambda: container.index_manager().close()),
         ("vector index", lambda: container.vector_index().close()),
         ("embedder", lambda: container.embedder().aclose()),
         ("http client", lambda: container.http_client().aclose()),

@@ -21,6 +21,7 @@ from prometheus_client.registry import Collector
 
 from app.routes.deps import errors
 from domain.errors import DomainError
+from domain.index_status import CONSISTENT, DIVERGED, REBUILDING, UNAVAILABLE, VERIFYING
 from domain.indexing import IndexingService
 from domain.models import parse_timestamp
 from domain.vectors import COLLECTIONS
@@ -33,6 +34,7 @@ REQUEST_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0,
 LEG_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
 # The classic text format every Prometheus understands; Litestar appends the charset.
 MEDIA_TYPE = "text/plain; version=0.0.4"
+INDEX_STATES = (CONSISTENT, VERIFYING, REBUILDING, DIVERGED, UNAVAILABLE)
 UNMATCHED_ROUTE = "<unmatched>"  # 404s for unknown paths: one label, not one per probed URL
 
 
@@ -103,6 +105,14 @@ class ServiceMetrics:
         self.store_up = Gauge(f"{PREFIX}_store_up", "1 when the store answered the scrape", registry=r)
         self.vector_index_up = Gauge(f"{PREFIX}_vector_index_up", "1 when the vector index answered the scrape",
                                      registry=r)
+        self.index_state = Gauge(f"{PREFIX}_vector_index_state",
+                                 "1 for the state each vector collection is in (consistent, verifying, rebuilding, "
+                                 "diverged, unavailable)", ["collection", "state"], registry=r)
+        self.index_progress = Gauge(f"{PREFIX}_vector_index_build_progress",
+                                    "Share done of the generation being built (0 when none is)", ["collection"],
+                                    registry=r)
+        self.index_disk_low = Gauge(f"{PREFIX}_vector_index_disk_low",
+                                    "1 while the index volume is below its free-space reserve", registry=r)
         self._indexing_registered = False
 
     def watch_admission(self, admission) -> None:
@@ -145,14 +155,21 @@ class ServiceMetrics:
         except DomainError as exc:
             log.warning("metrics: the store did not answer: %s", exc.message)
             self.store_up.set(0)
-        index = container.vector_index()
+        manager = container.index_manager()
         up = 1
         for name in COLLECTIONS:
             try:
-                self.vectors.labels(name).set(await index.count(name))
+                self.vectors.labels(name).set(await manager.count(name))
             except DomainError:
                 up = 0
         self.vector_index_up.set(up)
+        status = manager.status()
+        self.index_disk_low.set(1 if status["diskLow"] else 0)
+        for name, collection in status["collections"].items():
+            for word in INDEX_STATES:
+                self.index_state.labels(name, word).set(1 if collection["state"] == word else 0)
+            progress = collection["progress"]
+            self.index_progress.labels(name).set(progress["percent"] / 100 if progress else 0)
 
     async def render(self, container) -> bytes:
         await self.refresh(container)

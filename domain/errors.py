@@ -62,7 +62,7 @@ class DimensionMismatch(VectorIndexError):
     def __init__(self, collection: str, existing: int, configured: int) -> None:
         super().__init__(
             f"vector collection {collection!r} holds vectors of size {existing}, but the configured size "
-            f"(EMBEDDING_DIM) is {configured}; run `memory-service reindex` or set EMBEDDING_DIM={existing}",
+            f"(EMBEDDING_DIM) is {configured}",
             field="EMBEDDING_DIM",
         )
         self.collection, self.existing, self.configured = collection, existing, configured

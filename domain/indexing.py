@@ -28,7 +28,7 @@ from domain.errors import DomainError, EmbeddingError, VectorIndexError
 from domain.models import Entity, Episode, Summary
 from domain.outbox import OutboxJob
 from domain.redaction import redact
-from domain.vectors import COLLECTIONS, VectorFilter, VectorPoint, point_payload
+from domain.vectors import VectorFilter, VectorPoint, point_payload
 from ports.embedder import Embedder
 from ports.memory_store import MemoryStore
 from ports.vector_index import VectorIndex
@@ -71,11 +71,6 @@ class IndexingService:
         self.dead_lettered = 0
         self.max_attempts = max(1, max_attempts)
         self.last_error: str | None = None
-
-    async def ensure_collections(self) -> None:
-        """Create the three collections at the embedder's dimension (start-up)."""
-        for name in COLLECTIONS:
-            await self._index.ensure_collection(name, self._embedder.dimension)
 
     async def run_once(self, batch: int = 64) -> PassResult:
         """Process up to ``batch`` due jobs; returns what was done and deferred."""

@@ -9,6 +9,7 @@ SQLite: ``{"sessionId": int, "createdAt": "<ISO-8601 UTC ms>"}`` for episodes an
 from __future__ import annotations
 
 import math
+from array import array
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -99,3 +100,51 @@ def cosine_similarity(a: Sequence[float], b: Sequence[float]) -> float:
     dot = math.fsum(x * y for x, y in zip(a, b, strict=True))
     norms = math.sqrt(math.fsum(x * x for x in a)) * math.sqrt(math.fsum(y * y for y in b))
     return dot / norms if norms else 0.0
+
+
+# ---- stored embeddings and provenance ---------------------------------------------------------
+
+def encode_vector(vector: Sequence[float]) -> bytes:
+    """A vector as the store keeps it: float32, native (little-endian on every supported host).
+
+    float32 keeps the index exact to what the embedder returned; float16 would halve the bytes
+    (see the README's figures) at a recall cost nobody has measured yet.
+    """
+    return array("f", vector).tobytes()
+
+
+def decode_vector(blob: bytes) -> list[float]:
+    values = array("f")
+    values.frombytes(blob)
+    return values.tolist()
+
+
+@dataclass(frozen=True, slots=True)
+class ModelRef:
+    """Which embedder made a set of vectors: what the index manifest records per generation."""
+
+    embedder: str
+    model: str
+    dimension: int
+    distance: str = DISTANCE
+
+    def describe(self) -> str:
+        return f"{self.embedder}:{self.model} ({self.dimension}-d {self.distance})"
+
+
+@dataclass(frozen=True, slots=True)
+class PointBatch:
+    """Points for a bulk build, vectors packed as consecutive float32 (``encode_vector`` blobs
+    joined): a build streams millions of them, and decoding each into Python floats only to
+    encode it again would cost more than the build itself."""
+
+    ids: Sequence[int]
+    payloads: Sequence[Mapping[str, Any]]
+    vectors: bytes
+    dimension: int
+
+    def points(self) -> list[VectorPoint]:
+        flat = decode_vector(self.vectors)
+        d = self.dimension
+        return [VectorPoint(pid, flat[i * d:(i + 1) * d], payload)
+                for i, (pid, payload) in enumerate(zip(self.ids, self.payloads, strict=True))]

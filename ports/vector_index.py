@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from typing import Protocol
 
-from domain.vectors import VectorFilter, VectorHit, VectorPoint
+from domain.vectors import PointBatch, VectorFilter, VectorHit, VectorPoint
 
 
 class VectorIndex(Protocol):
@@ -31,9 +31,9 @@ class VectorIndex(Protocol):
         Contract: idempotent: calling it again with the same dimension changes nothing and keeps
         the points. When the collection exists with another vector size it raises
         ``VectorIndexError`` whose message names the collection, its size and the configured
-        one (start-up stops on it: the fix is ``memory-service reindex`` or the right
-        EMBEDDING_DIM). A location that cannot be opened (locked by another process, not
-        writable) raises ``VectorIndexError`` saying so.
+        one (``domain.errors.DimensionMismatch``; the index manager then builds a new
+        generation). A location that cannot be opened (locked by another process, not
+        writable, corrupted) raises ``VectorIndexError`` saying so.
         """
         ...
 
@@ -87,6 +87,46 @@ class VectorIndex(Protocol):
         Contract: maps each stored id to its vector, scaled to unit length (cosine indexes keep
         them normalised); unknown ids are absent from the result.
         """
+        ...
+
+    async def collections(self) -> list[str]:
+        """The names of every collection stored at this location (ensured or not)."""
+        ...
+
+    async def drop_collection(self, name: str, keep: bool = False) -> None:
+        """Remove collection ``name`` and its points; a name that does not exist is a no-op.
+
+        With ``keep`` a backend that stores files moves them aside for inspection instead of
+        deleting them (a corrupted or foreign collection); others delete. Never raises for a
+        collection that cannot be opened: dropping is how such a collection is got rid of.
+        """
+        ...
+
+    async def build_collection(self, name: str, dimension: int, batches: AsyncIterator[PointBatch]) -> None:
+        """Create collection ``name`` (which must not exist) holding the points of ``batches``,
+        fully indexed, then open it as ``ensure_collection`` would.
+
+        Contract: nothing else reads or writes ``name`` until this returns; a build that fails
+        raises ``VectorIndexError`` and may leave a partial collection that ``drop_collection``
+        removes. Heavy work stays off the caller's event loop (an embedded engine builds in a
+        child process that cannot outlive this one).
+        """
+        ...
+
+    async def point_ids(self, collection: str) -> list[int]:
+        """Every point id stored in the collection, ascending (verification against the store)."""
+        ...
+
+    async def rebuild_advised(self, collection: str) -> bool:
+        """True when enough points wait outside the search index that building the collection
+        afresh is worth it (an embedded engine that never optimizes on its own); backends that
+        maintain their indexes themselves always say False."""
+        ...
+
+    def disk_low(self) -> str | None:
+        """``None`` while the index volume has room for the next writes and a build, else a
+        one-line reason; writes refuse with ``VectorIndexError`` meanwhile (they wait in the
+        outbox). Backends without a local volume always say ``None``."""
         ...
 
     async def health(self) -> str | None:

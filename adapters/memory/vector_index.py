@@ -7,12 +7,12 @@ obviously right over being fast (fine up to a few thousand points).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from domain.errors import DimensionMismatch, VectorIndexError
-from domain.vectors import VectorFilter, VectorHit, VectorPoint, normalized
+from domain.vectors import PointBatch, VectorFilter, VectorHit, VectorPoint, normalized
 
 
 @dataclass
@@ -85,6 +85,35 @@ class InMemoryVectorIndex:
     async def retrieve_vectors(self, collection: str, ids: Sequence[int]) -> dict[int, list[float]]:
         target = self._collection(collection)
         return {pid: list(target.points[pid][0]) for pid in ids if pid in target.points}
+
+    async def collections(self) -> list[str]:
+        self._check_open()
+        return sorted(self._collections)
+
+    async def drop_collection(self, name: str, keep: bool = False) -> None:
+        self._check_open()
+        self._collections.pop(name, None)
+
+    async def build_collection(self, name: str, dimension: int, batches: AsyncIterator[PointBatch]) -> None:
+        self._check_open()
+        if name in self._collections:
+            raise VectorIndexError(f"cannot build vector collection {name!r}: it exists")
+        building = _Collection(dimension)
+        async for batch in batches:
+            for point in batch.points():
+                self._check_size(name, building, point.vector)
+                building.points[point.id] = (normalized(point.vector), dict(point.payload))
+        self._collections[name] = building
+
+    async def point_ids(self, collection: str) -> list[int]:
+        return sorted(self._collection(collection).points)
+
+    async def rebuild_advised(self, collection: str) -> bool:
+        self._collection(collection)
+        return False
+
+    def disk_low(self) -> str | None:
+        return None
 
     async def health(self) -> str | None:
         return "the vector index is closed" if self._closed else None

@@ -4,22 +4,19 @@ One Edge shard per collection under ``path/<collection>``. The engine is synchro
 directory may be opened only once, so every engine call runs on one dedicated worker thread:
 the event loop never blocks on it and calls are serialised without locks.
 
-The engine never optimizes on its own (no background optimizer in Edge): new points land in
-plain segments that are searched exactly, and HNSW indexes are only built by ``optimize()``.
-After enough writes to a shard the adapter queues an ``optimize()`` on the worker thread behind
-the write, so the write returns first. "Enough" grows with the shard (``optimize_growth`` times
-the points indexed last time): each optimize merges and re-indexes the shard's big segment, so a
-fixed interval would make bulk loads quadratic (measured: 325 points/s at 100k); a geometric
-schedule keeps the total build cost a small multiple of one build, and the points waiting in
-plain segments (at most that fraction) are still searched exactly.
+The engine never optimizes on its own: new points land in plain segments that are searched
+exactly, and HNSW indexes are only built by ``optimize()``. A small shard (up to
+``inline_optimize_points``) is optimized on the engine thread after enough writes (milliseconds).
+A large shard is never optimized in place, because the engine holds the GIL for the whole build
+(8 s for 20k x 384) and the shard would have to be closed meanwhile: ``rebuild_advised`` tells
+the index manager when a fresh generation is worth building, and ``build_collection`` builds it
+in a child process (``edge_build``) from the stored embeddings while the live shard keeps
+serving. "Enough" grows with the shard (``optimize_growth`` times the points indexed last time),
+so the total build cost of a bulk load stays a small multiple of one build.
 
-qdrant-edge-py 0.9's ``optimize()`` holds the GIL while it builds the graph (measured: 8 s for
-20k vectors of 384 floats on 2 cores, the event loop frozen all along). So a shard of more than
-``IN_PROCESS_OPTIMIZE_POINTS`` points is optimized in a child process: the engine thread closes
-the shard and starts the child, a watcher thread waits for it, and the engine thread reopens the
-shard afterwards. Meanwhile calls on that collection fail fast with ``VectorIndexError`` (searches
-answer from the keyword leg, the outbox retries writes later), and the other collections keep
-answering: nothing waits behind a build and nothing is lost.
+Shards are memory-mapped: a write into a full volume would SIGBUS the process. Every write and
+build first checks the free space of the index volume against ``disk_reserve_bytes`` and refuses
+(``VectorIndexError``, so the outbox keeps the job) below it.
 """
 
 from __future__ import annotations
@@ -29,20 +26,22 @@ import functools
 import json
 import logging
 import os
-import subprocess
+import shutil
 import sys
-import threading
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
 import qdrant_edge as qe
 
+from adapters.qdrant.edge_build import MODULE, create_shard, edge_config, encode_frame
 from domain.errors import DimensionMismatch, VectorIndexError
 from domain.vectors import (
     CREATED_AT_FIELD,
     SESSION_ID_FIELD,
+    PointBatch,
     VectorFilter,
     VectorHit,
     VectorPoint,
@@ -52,8 +51,7 @@ from domain.vectors import (
 log = logging.getLogger(__name__)
 
 _ROOT = str(Path(__file__).resolve().parents[2])
-IN_PROCESS_OPTIMIZE_POINTS = 5_000  # below this a build takes milliseconds: not worth a process
-OPTIMIZE_TIMEOUT_SECONDS = 6 * 3600
+ASIDE = ".aside"  # shards moved out of service (corrupted, locked, foreign), kept for inspection
 
 T = TypeVar("T")
 
@@ -75,13 +73,24 @@ def edge_filter(filter: VectorFilter | None) -> qe.Filter | None:
     return qe.Filter(must=must)
 
 
+def free_bytes(path: Path) -> int:
+    """Free bytes for an unprivileged writer on the volume holding ``path`` (or its nearest
+    existing parent)."""
+    probe = path
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    stats = os.statvfs(probe)
+    return stats.f_bavail * stats.f_frsize
+
+
 class QdrantEdgeIndex:
     """A ``VectorIndex`` on Qdrant Edge shards under ``path``.
 
     ``hnsw_m`` / ``hnsw_ef_construct`` shape the graph (higher: better recall, slower builds);
-    ``search_ef`` is the beam width at query time. A background ``optimize()`` of a shard is
-    queued once the points written to it (upserts and deletes) since the last one reach
-    ``max(optimize_every, optimize_growth * points indexed then)``.
+    ``search_ef`` is the beam width at query time. A shard is due an index build once the points
+    written to it since the last one reach ``max(optimize_every, optimize_growth * points indexed
+    then)``; up to ``inline_optimize_points`` points it is built in place, above that the index
+    manager rebuilds it as a new generation.
     """
 
     persistent = True
@@ -95,6 +104,8 @@ class QdrantEdgeIndex:
         search_ef: int = 128,
         optimize_every: int = 5_000,
         optimize_growth: float = 0.5,
+        inline_optimize_points: int = 5_000,
+        disk_reserve_bytes: int = 128 * 2**20,
     ) -> None:
         self._path = Path(path)
         self._hnsw_m = hnsw_m
@@ -102,24 +113,19 @@ class QdrantEdgeIndex:
         self._search_ef = search_ef
         self._optimize_every = optimize_every
         self._optimize_growth = optimize_growth
+        self._inline_points = inline_optimize_points
+        self._reserve = disk_reserve_bytes
         self._indexed: dict[str, int] = {}
         self._shards: dict[str, qe.EdgeShard] = {}
         self._written: dict[str, int] = {}
         self._optimize_queued: set[str] = set()
-        self._busy: set[str] = set()  # shards being optimized in a child process
-        self._children: dict[str, subprocess.Popen] = {}
+        self._children: dict[str, asyncio.subprocess.Process] = {}
         self._closing = False
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="qdrant-edge")
 
     # ---- port ----------------------------------------------------------------------------------
 
     async def ensure_collection(self, name: str, dimension: int) -> None:
-        if name in self._busy:
-            # Being built in a child process, so it exists: check its size from its config file.
-            existing = self._persisted_size(self._path / name)
-            if existing is not None and existing != dimension:
-                raise DimensionMismatch(name, existing, dimension)
-            return
         await self._run(f"open collection {name!r}", self._ensure, name, dimension)
 
     async def upsert(self, collection: str, points: Sequence[VectorPoint]) -> None:
@@ -178,21 +184,81 @@ class QdrantEdgeIndex:
         records = await self._run(f"retrieve from {collection!r}", self._retrieve, collection, list(ids))
         return {int(r.id): list(r.vector) for r in records if isinstance(r.vector, list)}
 
-    async def optimize(self, collection: str | None = None) -> None:
-        """Build pending HNSW indexes now (all shards by default), e.g. after a bulk reindex.
+    async def collections(self) -> list[str]:
+        if not self._path.is_dir():
+            return []
+        return sorted(p.name for p in self._path.iterdir() if p.is_dir() and not p.name.startswith("."))
 
-        Not part of the port: only the embedded engine needs telling. Blocks the worker thread
-        (and, through the GIL, the process) while it runs.
+    async def drop_collection(self, name: str, keep: bool = False) -> None:
+        child = self._children.pop(name, None)
+        if child is not None and child.returncode is None:
+            child.kill()
+            await child.wait()
+        await self._run(f"drop collection {name!r}", self._drop, name, keep)
+
+    async def build_collection(self, name: str, dimension: int, batches: AsyncIterator[PointBatch]) -> None:
+        target = self._path / name
+        if target.exists():
+            raise VectorIndexError(f"cannot build vector collection {name!r}: {target} exists")
+        self._check_disk(f"build {name!r}")
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [_ROOT, os.environ.get("PYTHONPATH")])))
+        argv = ["--parent", str(os.getpid()), str(target), str(dimension), str(self._hnsw_m),
+                str(self._hnsw_ef_construct)]
+        child = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", MODULE, *argv, stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE, env=env)
+        self._children[name] = child
+        assert child.stdin is not None and child.stderr is not None
+        errors = asyncio.ensure_future(child.stderr.read())
+        try:
+            async for batch in batches:
+                self._check_disk(f"build {name!r}")
+                child.stdin.write(encode_frame(batch.ids, batch.payloads, batch.vectors))
+                await child.stdin.drain()
+            child.stdin.close()
+            status = await child.wait()
+        except BaseException as error:
+            if child.returncode is None:
+                child.kill()
+                await child.wait()
+            errors.cancel()
+            if isinstance(error, (ConnectionError, BrokenPipeError)):
+                raise VectorIndexError(f"the Qdrant Edge build of {name!r} stopped: {error}") from error
+            raise
+        finally:
+            self._children.pop(name, None)
+        text = (await errors).decode(errors="replace").strip()
+        if status != 0:
+            tail = text.splitlines()[-1:] or [f"exit status {status}"]
+            raise VectorIndexError(f"the Qdrant Edge build of {name!r} failed: {tail[0]}")
+        await self.ensure_collection(name, dimension)
+
+    async def point_ids(self, collection: str) -> list[int]:
+        return await self._run(f"list points of {collection!r}", self._point_ids, collection)
+
+    async def rebuild_advised(self, collection: str) -> bool:
+        return await self._run(f"inspect {collection!r}", self._rebuild_advised, collection)
+
+    def disk_low(self) -> str | None:
+        try:
+            free = free_bytes(self._path)
+        except OSError as error:
+            return f"cannot read the free space under {self._path}: {error}"
+        if free < self._reserve:
+            return (f"disk low: {free // 2**20} MiB free under {self._path}, below the reserve of "
+                    f"{self._reserve // 2**20} MiB (INDEX_DISK_RESERVE_MB); vector writes wait in the outbox")
+        return None
+
+    async def optimize(self, collection: str | None = None) -> None:
+        """Build pending HNSW indexes now, in place (all shards by default).
+
+        Not part of the port: for benchmarks and offline tools only. It holds the engine thread
+        (and, through the GIL, the process) while it runs; the service builds large shards as
+        new generations instead.
         """
         names = [collection] if collection is not None else list(self._shards)
         for name in names:
-            await self._idle(name)  # a build already running (e.g. queued at start-up) comes first
             await self._run(f"optimize {name!r}", self._optimize_now, name)
-            await self._idle(name)
-
-    async def _idle(self, name: str) -> None:
-        while name in self._busy and not self._closing:
-            await asyncio.sleep(0.05)
 
     async def health(self) -> str | None:
         if self._closing:
@@ -209,6 +275,11 @@ class QdrantEdgeIndex:
         if self._closing:
             return
         self._closing = True
+        for child in list(self._children.values()):
+            if child.returncode is None:
+                child.kill()  # a half-built shard is worthless; the manager builds again next start
+                await child.wait()
+        self._children.clear()
         loop = asyncio.get_running_loop()
         try:
             await loop.run_in_executor(self._executor, self._close_all)
@@ -220,8 +291,6 @@ class QdrantEdgeIndex:
     async def _run(self, what: str, fn: Callable[..., T], *args: Any) -> T:
         if self._closing:
             raise VectorIndexError(f"cannot {what}: the Qdrant Edge index is closed")
-        if args and args[0] in self._busy:
-            raise VectorIndexError(f"cannot {what}: the collection is being re-indexed; retry shortly")
         loop = asyncio.get_running_loop()
         try:
             return await loop.run_in_executor(self._executor, functools.partial(fn, *args))
@@ -230,9 +299,12 @@ class QdrantEdgeIndex:
         except Exception as error:  # the engine raises bare Exception with a text
             raise VectorIndexError(f"Qdrant Edge could not {what}: {error}") from error
 
+    def _check_disk(self, what: str) -> None:
+        if (reason := self.disk_low()) is not None:
+            raise VectorIndexError(f"cannot {what}: {reason}")
+
     def _ensure(self, name: str, dimension: int) -> None:
         shard_path = self._path / name
-        config = self._config(dimension)
         if name in self._shards:
             existing = self._persisted_size(shard_path)
             if existing is not None and existing != dimension:
@@ -244,40 +316,25 @@ class QdrantEdgeIndex:
             raise VectorIndexError(
                 f"cannot create the Qdrant Edge directory {self._path}: {error}"
             ) from error
+        config = edge_config(dimension, self._hnsw_m, self._hnsw_ef_construct)
         if (shard_path / _CONFIG_FILE).exists():
             existing = self._persisted_size(shard_path)
             if existing is not None and existing != dimension:
                 raise DimensionMismatch(name, existing, dimension)
             shard = self._open(lambda: qe.EdgeShard.load(str(shard_path), config), shard_path)
         else:
-            shard = self._open(lambda: qe.EdgeShard.create(str(shard_path), config), shard_path)
-            # Payload indexes make filtered search plan well (and let HNSW stay connected
-            # inside one session's points); entities simply never carry sessionId.
-            shard.update(
-                qe.UpdateOperation.create_field_index(SESSION_ID_FIELD, qe.PayloadSchemaType.Integer)
-            )
-            shard.update(
-                qe.UpdateOperation.create_field_index(CREATED_AT_FIELD, qe.PayloadSchemaType.Datetime)
-            )
+            self._check_disk(f"create {name!r}")
+            shard = self._open(lambda: create_shard(str(shard_path), config), shard_path)
+        self._adopt(name, shard)
+
+    def _adopt(self, name: str, shard: qe.EdgeShard) -> None:
         self._shards[name] = shard
         self._written[name] = 0
         info = shard.info()
         self._indexed[name] = info.indexed_vectors_count
-        # Points written before a crash may still sit in plain segments: index them now, but only
-        # when there are enough of them to be worth a build (a start-up must not rebuild for nothing).
-        if info.points_count - info.indexed_vectors_count >= self._optimize_every:
+        # Points written before a crash may still sit in plain segments of a small shard.
+        if info.points_count <= self._inline_points and info.points_count - info.indexed_vectors_count >= self._optimize_every:
             self._queue_optimize(name)
-
-    def _config(self, dimension: int) -> qe.EdgeConfig:
-        return qe.EdgeConfig(
-            vectors=qe.EdgeVectorParams(size=dimension, distance=qe.Distance.Cosine),
-            hnsw_config=qe.HnswIndexConfig(
-                m=self._hnsw_m,
-                ef_construct=self._hnsw_ef_construct,
-                # Filters matching fewer points than this (KB of vectors) are scanned exactly.
-                full_scan_threshold=10_000,
-            ),
-        )
 
     @staticmethod
     def _open(opener: Callable[[], qe.EdgeShard], shard_path: Path) -> qe.EdgeShard:
@@ -286,7 +343,7 @@ class QdrantEdgeIndex:
         except Exception as error:
             text = str(error)
             if "WouldBlock" in text or "lock" in text.lower():
-                reason = "it is locked, probably by another running memory service"
+                reason = "it is locked by another process"
             elif "ermission" in text or "Read-only" in text:
                 reason = "it is not writable"
             else:
@@ -312,9 +369,7 @@ class QdrantEdgeIndex:
             raise VectorIndexError(f"vector collection {name!r} does not exist under {self._path}")
         # A shard made by an earlier run is usable without ensure_collection (e.g. by the CLI).
         shard = self._open(lambda: qe.EdgeShard.load(str(shard_path)), shard_path)
-        self._shards[name] = shard
-        self._written[name] = 0
-        self._indexed[name] = shard.info().points_count
+        self._adopt(name, shard)
         return shard
 
     def _call(self, collection: str, method: str, request: Any) -> Any:
@@ -323,12 +378,34 @@ class QdrantEdgeIndex:
     def _retrieve(self, collection: str, ids: list[int]) -> list[Any]:
         return self._shard(collection).retrieve(ids, with_payload=False, with_vector=True)
 
+    def _point_ids(self, collection: str) -> list[int]:
+        shard = self._shard(collection)
+        found: list[int] = []
+        offset = None
+        while True:
+            records, offset = shard.scroll(qe.ScrollRequest(offset=offset, limit=10_000, with_payload=False,
+                                                            with_vector=False))
+            found.extend(int(r.id) for r in records)
+            if offset is None:
+                return sorted(found)
+
     def _update(self, collection: str, operation: qe.UpdateOperation, weight: int) -> None:
-        self._shard(collection).update(operation)
+        shard = self._shard(collection)
+        self._check_disk(f"write to {collection!r}")
+        shard.update(operation)
         self._written[collection] = self._written.get(collection, 0) + weight
-        due = max(self._optimize_every, self._optimize_growth * self._indexed.get(collection, 0))
-        if self._written[collection] >= due:
+        if self._due(collection) and shard.info().points_count <= self._inline_points:
             self._queue_optimize(collection)
+
+    def _due(self, collection: str) -> bool:
+        due = max(self._optimize_every, self._optimize_growth * self._indexed.get(collection, 0))
+        return self._written.get(collection, 0) >= due
+
+    def _rebuild_advised(self, collection: str) -> bool:
+        info = self._shard(collection).info()
+        waiting = info.points_count - info.indexed_vectors_count
+        due = max(self._optimize_every, self._optimize_growth * info.indexed_vectors_count)
+        return info.points_count > self._inline_points and waiting >= due
 
     def _queue_optimize(self, collection: str) -> None:
         # Submitted from the worker thread itself: it runs after the current call returns,
@@ -340,8 +417,7 @@ class QdrantEdgeIndex:
 
     def _optimize(self, collection: str) -> None:
         self._optimize_queued.discard(collection)
-        shard = self._shards.get(collection)
-        if shard is None or self._closing:
+        if collection not in self._shards or self._closing:
             return
         try:
             self._optimize_now(collection)
@@ -350,61 +426,30 @@ class QdrantEdgeIndex:
 
     def _optimize_now(self, collection: str) -> None:
         shard = self._shard(collection)
-        if shard.info().points_count > IN_PROCESS_OPTIMIZE_POINTS:
-            self._optimize_in_child(collection, shard)
-            return
         shard.optimize()
         self._written[collection] = 0
-        self._indexed[collection] = shard.info().points_count
+        self._indexed[collection] = shard.info().indexed_vectors_count
 
-    def _optimize_in_child(self, collection: str, shard: qe.EdgeShard) -> None:
-        """Close the shard and start the child; a watcher thread waits for it and then queues the
-        reopen, so the engine thread stays free for the other collections meanwhile."""
-        shard_path = self._path / collection
-        self._busy.add(collection)
-        shard.flush()
-        shard.close()
-        del self._shards[collection]
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [_ROOT, os.environ.get("PYTHONPATH")])))
-        try:
-            child = subprocess.Popen(
-                [sys.executable, "-m", "adapters.qdrant.edge_optimize", str(shard_path)],
-                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env,
-            )
-        except OSError:
-            self._reopen(collection)
-            raise
-        self._children[collection] = child
-        threading.Thread(
-            target=self._await_child, args=(collection, child), name=f"qdrant-edge-build-{collection}", daemon=True
-        ).start()
-
-    def _await_child(self, collection: str, child: subprocess.Popen) -> None:
-        try:
-            _, errors = child.communicate(timeout=OPTIMIZE_TIMEOUT_SECONDS)
-        except subprocess.TimeoutExpired:
-            child.kill()
-            _, errors = child.communicate()
-        if child.returncode != 0 and not self._closing:
-            tail = (errors or "").strip().splitlines()[-1:] or [f"exit status {child.returncode}"]
-            log.warning("Qdrant Edge optimize of %r failed in its child process: %s", collection, tail[0])
-        try:
-            self._executor.submit(self._reopen, collection)
-        except RuntimeError:  # the index was closed meanwhile; the shard stays closed on disk
-            self._busy.discard(collection)
-
-    def _reopen(self, collection: str) -> None:
-        # Whatever the child did, the shard on disk is consistent: a failed build leaves it as it was.
-        self._children.pop(collection, None)
-        try:
-            if not self._closing:
-                shard_path = self._path / collection
-                shard = self._open(lambda: qe.EdgeShard.load(str(shard_path)), shard_path)
-                self._shards[collection] = shard
-                self._written[collection] = 0
-                self._indexed[collection] = shard.info().points_count
-        finally:
-            self._busy.discard(collection)
+    def _drop(self, name: str, keep: bool) -> None:
+        shard = self._shards.pop(name, None)
+        self._written.pop(name, None)
+        self._indexed.pop(name, None)
+        if shard is not None:
+            try:
+                shard.close()
+            except Exception:  # a broken shard may refuse to close; its files go regardless
+                log.warning("Qdrant Edge shard %r did not close cleanly", name, exc_info=True)
+        path = self._path / name
+        if not path.exists():
+            return
+        if keep:
+            aside = self._path / ASIDE
+            aside.mkdir(exist_ok=True)
+            stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
+            path.rename(aside / f"{name}-{stamp}")
+            log.warning("moved the Qdrant Edge shard %s aside to %s", path, aside / f"{name}-{stamp}")
+        else:
+            shutil.rmtree(path)
 
     def _probe(self) -> None:
         for name, shard in self._shards.items():
@@ -414,15 +459,6 @@ class QdrantEdgeIndex:
                 raise VectorIndexError(f"Qdrant Edge shard {name!r} does not answer: {error}") from error
 
     def _close_all(self) -> None:
-        # A build still running would keep its shard locked after we exit: stop it (the shard on
-        # disk stays as it was before the build) and let the next start build again.
-        for child in list(self._children.values()):
-            child.terminate()
-            try:
-                child.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                child.kill()
-                child.wait()
         failures = []
         for name, shard in self._shards.items():
             try:

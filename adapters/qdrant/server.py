@@ -7,7 +7,7 @@ payload indexes and search params (it warns about them), so ``in_memory()`` turn
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from qdrant_client import AsyncQdrantClient
@@ -17,6 +17,7 @@ from domain.errors import DimensionMismatch, VectorIndexError
 from domain.vectors import (
     CREATED_AT_FIELD,
     SESSION_ID_FIELD,
+    PointBatch,
     VectorFilter,
     VectorHit,
     VectorPoint,
@@ -180,6 +181,51 @@ class QdrantServerIndex:
         except Exception as error:
             raise VectorIndexError(f"Qdrant could not retrieve from {collection!r}: {error}") from error
         return {int(r.id): list(r.vector) for r in records if isinstance(r.vector, list)}
+
+    async def collections(self) -> list[str]:
+        try:
+            return sorted(c.name for c in (await self._client.get_collections()).collections)
+        except Exception as error:
+            raise VectorIndexError(f"Qdrant could not list collections: {error}") from error
+
+    async def drop_collection(self, name: str, keep: bool = False) -> None:
+        # A server keeps no files of ours to move aside: snapshots are the server's business.
+        try:
+            if await self._client.collection_exists(name):
+                await self._client.delete_collection(name)
+        except Exception as error:
+            raise VectorIndexError(f"Qdrant could not drop collection {name!r}: {error}") from error
+
+    async def build_collection(self, name: str, dimension: int, batches: AsyncIterator[PointBatch]) -> None:
+        # The server indexes in its own optimizer threads: a build is a create and plain upserts.
+        try:
+            exists = await self._client.collection_exists(name)
+        except Exception as error:
+            raise VectorIndexError(f"Qdrant could not check collection {name!r}: {error}") from error
+        if exists:
+            raise VectorIndexError(f"cannot build vector collection {name!r}: it exists")
+        await self.ensure_collection(name, dimension)
+        async for batch in batches:
+            await self.upsert(name, batch.points())
+
+    async def point_ids(self, collection: str) -> list[int]:
+        found: list[int] = []
+        offset = None
+        try:
+            while True:
+                records, offset = await self._client.scroll(
+                    collection, limit=10_000, offset=offset, with_payload=False, with_vectors=False)
+                found.extend(int(r.id) for r in records)
+                if offset is None:
+                    return sorted(found)
+        except Exception as error:
+            raise VectorIndexError(f"Qdrant could not list points of {collection!r}: {error}") from error
+
+    async def rebuild_advised(self, collection: str) -> bool:
+        return False
+
+    def disk_low(self) -> str | None:
+        return None
 
     async def health(self) -> str | None:
         if self._closed:

@@ -28,6 +28,17 @@ def _fts(table: str, source: str, columns: list[str]) -> list[str]:
     ]
 
 
+def _forget_embedding(table: str, text_columns: list[str]) -> list[str]:
+    """A record's stored embedding goes with the record, and with the text it was made from."""
+    changed = " OR ".join(f"old.{c} IS NOT new.{c}" for c in text_columns)
+    forget = f"DELETE FROM embeddings WHERE collection = '{table}' AND ref_id = old.id;"
+    return [
+        f"CREATE TRIGGER {table}_embedding_delete AFTER DELETE ON {table} BEGIN {forget} END",
+        f"CREATE TRIGGER {table}_embedding_update AFTER UPDATE OF {', '.join(text_columns)} ON {table}"
+        f" WHEN {changed} BEGIN {forget} END",
+    ]
+
+
 MIGRATIONS: list[list[str]] = [
     # version 1: the seed's five tables, their keyword indexes and the embedding outbox
     [
@@ -95,6 +106,39 @@ MIGRATIONS: list[list[str]] = [
         "ALTER TABLE embedding_outbox ADD COLUMN dead_at TEXT",
         "CREATE INDEX idx_outbox_dead ON embedding_outbox(dead_at) WHERE dead_at IS NOT NULL",
         "CREATE TABLE health_probe (id INTEGER PRIMARY KEY CHECK (id = 1), checked_at TEXT NOT NULL)",
+    ],
+    # version 3: the index manifest and each record's stored embedding (issue 10): the vector
+    # collections become a cache that can be rebuilt from this file alone
+    [
+        """CREATE TABLE index_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)""",
+        "INSERT INTO index_meta(key, value) VALUES ('store_id', lower(hex(randomblob(4))))",
+        """CREATE TABLE index_models (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            embedder TEXT NOT NULL,
+            model TEXT NOT NULL,
+            dimension INTEGER NOT NULL,
+            distance TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            UNIQUE(embedder, model, dimension, distance))""",
+        """CREATE TABLE index_generations (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            collection TEXT NOT NULL,
+            physical TEXT NOT NULL UNIQUE,
+            model_id INTEGER NOT NULL REFERENCES index_models(id),
+            state TEXT NOT NULL CHECK (state IN ('building', 'active', 'retired')),
+            reason TEXT,
+            created_at TEXT NOT NULL,
+            activated_at TEXT)""",
+        "CREATE UNIQUE INDEX idx_generations_active ON index_generations(collection) WHERE state = 'active'",
+        """CREATE TABLE embeddings (
+            collection TEXT NOT NULL,
+            ref_id INTEGER NOT NULL,
+            model_id INTEGER NOT NULL,
+            vector BLOB NOT NULL,
+            PRIMARY KEY (collection, ref_id)) WITHOUT ROWID""",
+        *_forget_embedding("episodes", ["user_message", "ai_response"]),
+        *_forget_embedding("entities", ["name", "type", "notes"]),
+        *_forget_embedding("summaries", ["content"]),
     ],
 ]
 

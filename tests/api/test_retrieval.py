@@ -137,7 +137,7 @@ def test_writes_still_answer_201_while_the_embedder_is_down_and_drain_after(clie
 
 
 async def _count(container) -> int:
-    return await container.vector_index().count("episodes")
+    return await container.index_manager().count("episodes")
 
 
 def test_context_package_holds_recent_relevant_and_entities_within_budget(client, session_id, memories):

@@ -1,0 +1,469 @@
+"""The vector index as a self-healing cache of the store.
+
+``IndexManager`` is the vector index the services see: it maps each logical collection
+(episodes, entities, summaries) to the physical collection of its active *generation*, recorded
+with the model that made its vectors in the store's index manifest. Nothing derived is trusted
+blindly and nothing derived stops the service:
+
+- At start-up a generation made by another model or dimension, a missing, unopenable or corrupted
+  collection, or none at all, is not an error: the collection answers "unavailable" (searches fall
+  back to keywords and say why, with progress) while a new generation is built in the background.
+- A build first makes sure every record has a stored embedding by the configured model (reusing
+  the live index's vectors where the model is the same, embedding only the rest), then streams
+  the stored embeddings into a new physical collection (the backend builds it out of this
+  process). The live generation keeps serving and taking writes; writes made meanwhile are
+  replayed onto the new one before the switch, which is one transaction in the manifest. The old
+  generation is dropped after it. A kill at any moment leaves either the old or the new generation
+  active; leftovers are dropped at the next start.
+- Periodically (and at start-up) each collection is compared with the store: counts first, the
+  ids when the counts differ; small differences are repaired in place, large ones rebuilt.
+- Large embedded collections are re-indexed the same way when the backend advises it, so
+  maintenance never takes a collection offline.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import secrets
+import time
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+from domain.errors import DomainError, VectorIndexError
+from domain.index_status import (
+    CONSISTENT, DEGRADED_STATES, DIVERGED, REBUILDING, UNAVAILABLE, VERIFYING, CollectionState, Progress,
+    overall,
+)
+from domain.vectors import COLLECTIONS, ModelRef, PointBatch, VectorFilter, VectorHit, VectorPoint, encode_vector
+from ports.embedder import Embedder
+from ports.index_catalog import Generation, IndexCatalog
+from ports.memory_store import MemoryStore
+from ports.vector_index import VectorIndex
+
+log = logging.getLogger("nexusai.index")
+
+BUILD_BATCH = 1024
+EMBED_PAGE = 256
+RETRY_SECONDS = 5.0
+# A verification finding more than this share of points missing rebuilds rather than patches.
+REBUILD_SHARE = 0.25
+
+
+class IndexManager:
+    """Generations, builds, verification and repair of the vector collections.
+
+    ``start()`` decides each collection's state without waiting for any build; ``run()`` is the
+    background task that builds, verifies (every ``verify_seconds``) and watches for maintenance
+    (every ``check_seconds``). The search/write methods follow the ``VectorIndex`` port on the
+    logical collection names.
+    """
+
+    def __init__(
+        self, index: VectorIndex, catalog: IndexCatalog, store: MemoryStore, embedder: Embedder,
+        embedder_kind: str, *, verify_seconds: float = 300.0, check_seconds: float = 5.0,
+    ) -> None:
+        self._index = index
+        self._catalog = catalog
+        self._store = store
+        self._embedder = embedder
+        self.model = ModelRef(embedder_kind, embedder.model, embedder.dimension)
+        self._verify_seconds = verify_seconds
+        self._check_seconds = check_seconds
+        self._states = {name: CollectionState(name) for name in COLLECTIONS}
+        self._lock = asyncio.Lock()  # writes vs. catch-up, switch and repair
+        self._wake = asyncio.Event()
+        self._model_id = 0
+        self._store_id = ""
+        self._task: asyncio.Task | None = None
+        self._next_verify = 0.0
+        self.builds = 0  # completed, for metrics
+        self.repairs = 0
+
+    # ---- lifecycle -----------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Open what can be trusted, schedule what must be rebuilt; never raises for the index."""
+        self._model_id = await self._catalog.model_id(self.model)
+        self._store_id = await self._catalog.store_id()
+        generations = await self._catalog.generations()
+        for stale in (g for g in generations if g.state != "active"):
+            # A build a kill interrupted, or a generation retired just before one: derived, ours.
+            await self._drop(stale.physical)
+            await self._catalog.forget(stale.id)
+        active = {g.collection: g for g in generations if g.state == "active"}
+        try:
+            existing = set(await self._index.collections())
+        except VectorIndexError as error:
+            log.warning("cannot list the vector collections: %s", error.message)
+            existing = set()
+        mine = f"-{self._store_id}-"
+        for leftover in existing:
+            if mine in leftover and leftover not in {g.physical for g in active.values()}:
+                await self._drop(leftover)
+        rows = await self._store.counts()
+        for name, state in self._states.items():
+            state.rows = rows.get(name, 0)
+            await self._open(state, active.get(name), legacy=name in existing)
+        self._next_verify = time.monotonic() + self._verify_seconds
+
+    def run(self) -> asyncio.Task:
+        """Start the background task (builds, verification, maintenance)."""
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(self._loop(), name="index-manager")
+        return self._task
+
+    async def close(self) -> None:
+        """Stop the background task; a build in progress is abandoned (the next start drops it)."""
+        if self._task is not None:
+            self._task.cancel()
+            try:
+                await self._task
+            except (asyncio.CancelledError, Exception):
+                pass
+            self._task = None
+
+    async def _open(self, state: CollectionState, generation: Generation | None, legacy: bool) -> None:
+        name, dimension = state.name, self.model.dimension
+        if generation is None and legacy:
+            # An index from before the manifest: adopt it once if its shape fits, verify it below.
+            try:
+                await self._index.ensure_collection(name, dimension)
+            except VectorIndexError as error:
+                await self._drop(name, keep=True)
+                return self._want(state, f"the unrecorded collection {name!r} cannot serve: {error.message}")
+            generation = await self._catalog.add_generation(name, self._model_id, name, "adopted without a manifest")
+            await self._catalog.activate(generation.id)
+            generation = next(g for g in await self._catalog.generations() if g.id == generation.id)
+            log.warning("adopted the vector collection %r made before the index manifest as %s",
+                        name, self.model.describe())
+        if generation is None:
+            if state.rows:
+                return self._want(state, "no index generation is recorded for the stored records")
+            generation = await self._new_generation(name, "first start")
+            try:
+                await self._index.ensure_collection(generation.physical, dimension)
+            except VectorIndexError as error:
+                await self._catalog.forget(generation.id)
+                return self._want(state, error.message)
+            await self._catalog.activate(generation.id)
+            state.active, state.usable, state.state, state.points = generation, True, CONSISTENT, 0
+            return
+        state.active = generation
+        if generation.model_id != self._model_id:
+            return self._want(state, f"the embedding model changed from {generation.model.describe()} "
+                                     f"to {self.model.describe()}")
+        try:
+            await self._index.ensure_collection(generation.physical, dimension)
+            state.points = await self._index.count(generation.physical)
+        except VectorIndexError as error:
+            await self._drop(generation.physical, keep=True)
+            return self._want(state, f"generation {generation.physical} cannot serve and was moved aside: "
+                                     f"{error.message}")
+        state.usable = True
+        pending = await self._catalog.pending_ids(name)
+        state.state = CONSISTENT if state.points == state.rows and not pending else VERIFYING
+        if state.state == VERIFYING:
+            self._next_verify = 0.0
+
+    def _want(self, state: CollectionState, reason: str) -> None:
+        if not state.usable:
+            state.state = UNAVAILABLE
+        state.wanted = state.reason = reason
+        log.warning("vector collection %s: %s; building a new generation in the background", state.name, reason)
+        self._wake.set()
+
+    async def _new_generation(self, name: str, reason: str) -> Generation:
+        physical = f"{name}-{self._store_id}-{secrets.token_hex(3)}"
+        return await self._catalog.add_generation(name, self._model_id, physical, reason)
+
+    async def _drop(self, physical: str, keep: bool = False) -> None:
+        try:
+            await self._index.drop_collection(physical, keep=keep)
+        except VectorIndexError as error:
+            log.warning("could not drop vector collection %s: %s", physical, error.message)
+
+    # ---- background --------------------------------------------------------------------------
+
+    async def _loop(self) -> None:
+        while True:
+            try:
+                for state in self._states.values():
+                    if state.wanted is not None:
+                        await self._build(state)
+                if time.monotonic() >= self._next_verify:
+                    self._next_verify = time.monotonic() + self._verify_seconds
+                    for state in self._states.values():
+                        await self.verify(state.name)
+                for state in self._states.values():
+                    if state.usable and state.building is None and state.wanted is None and \
+                            await self._index.rebuild_advised(state.active.physical):
+                        state.wanted = "index maintenance: enough points await an index build"
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # the loop must survive anything; the next round retries
+                log.exception("vector index maintenance failed; retrying")
+                await asyncio.sleep(RETRY_SECONDS)
+            if any(s.wanted for s in self._states.values()):
+                continue
+            self._wake.clear()
+            try:
+                await asyncio.wait_for(self._wake.wait(), self._check_seconds)
+            except TimeoutError:
+                pass
+
+    async def _build(self, state: CollectionState) -> None:
+        reason, state.wanted = state.wanted or "rebuild", None
+        if (low := self._index.disk_low()) is not None:
+            state.wanted, state.reason = reason, low
+            await asyncio.sleep(RETRY_SECONDS)
+            return
+        generation = await self._new_generation(state.name, reason)
+        state.building = generation
+        if not state.usable:
+            state.state = REBUILDING
+        log.info("building %s for %s: %s", generation.physical, state.name, reason)
+        try:
+            await self._embed_missing(state)
+            state.dirty, state.dirty_filters = set(), []
+            state.progress = Progress("building", await self._row_count(state.name))
+            await self._index.build_collection(generation.physical, self.model.dimension, self._batches(state))
+            await self._catch_up(state, generation.physical)  # most of it, without holding writes
+            async with self._lock:
+                await self._catch_up(state, generation.physical)
+                await self._catalog.activate(generation.id)
+                old, state.active = state.active, generation
+                state.usable, state.dirty, state.building, state.progress = True, None, None, None
+                state.state, state.reason = VERIFYING, None
+        except VectorIndexError as error:
+            log.warning("building %s failed: %s; retrying", generation.physical, error.message)
+            state.dirty, state.building, state.progress, state.wanted = None, None, None, reason
+            state.reason = f"a rebuild failed and will be retried: {error.message}"
+            await self._drop(generation.physical)
+            await self._catalog.forget(generation.id)
+            await asyncio.sleep(RETRY_SECONDS)
+            return
+        self.builds += 1
+        if old is not None and old.physical != generation.physical:
+            await self._drop(old.physical)
+            await self._catalog.forget(old.id)
+        log.info("%s now serves %s (%s)", generation.physical, state.name, self.model.describe())
+        await self.verify(state.name)
+
+    async def _row_count(self, name: str) -> int:
+        return (await self._store.counts()).get(name, 0)
+
+    async def _embed_missing(self, state: CollectionState) -> None:
+        """Give every record a stored embedding by the configured model: copied from the live
+        generation when it was made by the same model, embedded otherwise (resumable: what is
+        stored stays stored)."""
+        missing = await self._catalog.missing_embeddings(state.name, self._model_id)
+        if not missing:
+            return
+        state.progress = progress = Progress("embedding", missing)
+        after = 0
+        while rows := await self._catalog.embedding_rows(state.name, self._model_id, after, EMBED_PAGE):
+            after = rows[-1].id
+            need = [r.id for r in rows if r.vector is None]
+            if need:
+                vectors = await self._vectors_for(state, need, progress)
+                await self._catalog.store_embeddings(
+                    state.name, self._model_id, [(i, encode_vector(v)) for i, v in vectors.items()])
+                progress.done += len(need)
+
+    async def _vectors_for(self, state: CollectionState, ids: list[int], progress: Progress | None) -> dict[int, Any]:
+        vectors: dict[int, Any] = {}
+        if state.usable and state.active is not None and state.active.model_id == self._model_id:
+            try:
+                vectors = await self._index.retrieve_vectors(state.active.physical, ids)
+            except VectorIndexError:
+                vectors = {}
+        rest = [i for i in ids if i not in vectors]
+        items = await self._load(state.name, rest) if rest else []
+        size = max(1, self._embedder.max_batch)
+        for start in range(0, len(items), size):
+            chunk = items[start:start + size]
+            while True:
+                try:
+                    made = await self._embedder.embed([item.text for item in chunk])
+                    break
+                except DomainError as error:  # wait for the embedder; the build resumes where it was
+                    if progress is not None:
+                        progress.waiting = f"the embedder failed: {error.message}"
+                    await asyncio.sleep(RETRY_SECONDS)
+            if progress is not None:
+                progress.waiting = None
+            vectors.update({item.id: vector for item, vector in zip(chunk, made, strict=True)})
+        return vectors
+
+    async def _load(self, name: str, ids: list[int]) -> list:
+        loader = {"episodes": self._store.get_episodes, "entities": self._store.get_entities,
+                  "summaries": self._store.get_summaries}[name]
+        return await loader(ids)
+
+    async def _batches(self, state: CollectionState) -> AsyncIterator[PointBatch]:
+        after = 0
+        while rows := await self._catalog.embedding_rows(state.name, self._model_id, after, BUILD_BATCH):
+            after = rows[-1].id
+            ready = [r for r in rows if r.vector is not None]
+            if state.progress is not None:
+                state.progress.done += len(rows)
+            if ready:
+                yield PointBatch([r.id for r in ready], [r.payload for r in ready],
+                                 b"".join(r.vector for r in ready if r.vector), self.model.dimension)
+
+    async def _catch_up(self, state: CollectionState, physical: str) -> None:
+        """Replay onto ``physical`` the writes made since the build started."""
+        ids, filters = state.dirty or set(), state.dirty_filters
+        state.dirty, state.dirty_filters = set(), []
+        await self._copy_from_store(state.name, physical, sorted(ids))
+        for flt in filters:
+            await self._index.delete_by_filter(physical, flt)
+
+    async def _copy_from_store(self, name: str, physical: str, ids: Sequence[int]) -> None:
+        rows = await self._catalog.embeddings_of(name, self._model_id, ids) if ids else []
+        ready = [r for r in rows if r.vector is not None]
+        for start in range(0, len(ready), BUILD_BATCH):
+            chunk = ready[start:start + BUILD_BATCH]
+            batch = PointBatch([r.id for r in chunk], [r.payload for r in chunk],
+                               b"".join(r.vector for r in chunk if r.vector), self.model.dimension)
+            await self._index.upsert(physical, batch.points())
+        # Gone from the store, or its text changed and its job is still queued: no stale point.
+        await self._index.delete(physical, sorted(set(ids) - {r.id for r in ready}))
+
+    # ---- verification ------------------------------------------------------------------------
+
+    async def verify(self, name: str) -> str:
+        """Compare one collection with the store and repair it; returns its state afterwards."""
+        state = self._states[name]
+        if not state.usable or state.building is not None or state.active is None:
+            return state.state
+        physical = state.active.physical
+        try:
+            async with self._lock:
+                state.points = await self._index.count(physical)
+                state.rows = await self._row_count(name)
+                pending = await self._catalog.pending_ids(name)
+                if state.points == state.rows and not pending:
+                    state.state, state.reason = CONSISTENT, None
+                    return state.state
+                points = set(await self._index.point_ids(physical))
+                records = set(await self._catalog.row_ids(name))
+            missing, extra = records - points - pending, points - records - pending
+        except VectorIndexError as error:
+            state.usable = False
+            await self._drop(physical, keep=True)
+            self._want(state, f"generation {physical} failed verification and was moved aside: {error.message}")
+            return state.state
+        if not missing and not extra:
+            state.state, state.reason = CONSISTENT, None
+            return state.state
+        state.reason = f"{len(missing)} points missing and {len(extra)} extra against {len(records)} records"
+        log.warning("vector collection %s diverged from the store: %s", name, state.reason)
+        if len(missing) > max(100, REBUILD_SHARE * len(records)):
+            state.state = DIVERGED
+            self._want(state, f"diverged from the store ({state.reason})")
+            return state.state
+        state.state = DIVERGED
+        await self._repair(state, sorted(missing), sorted(extra))
+        return state.state
+
+    async def _repair(self, state: CollectionState, missing: list[int], extra: list[int]) -> None:
+        rows = await self._catalog.embeddings_of(state.name, self._model_id, missing)
+        need = [r.id for r in rows if r.vector is None]
+        if need:  # records whose embeddings were never stored (e.g. before stored embeddings)
+            vectors = await self._vectors_for(state, need, None)
+            await self._catalog.store_embeddings(
+                state.name, self._model_id, [(i, encode_vector(v)) for i, v in vectors.items()])
+        async with self._lock:
+            if not state.usable or state.active is None:
+                return
+            await self._copy_from_store(state.name, state.active.physical, missing)
+            await self._index.delete(state.active.physical, extra)
+            state.points = await self._index.count(state.active.physical)
+        self.repairs += 1
+        state.state, state.reason = CONSISTENT, None
+        log.info("repaired vector collection %s: %d points restored, %d removed", state.name, len(missing), len(extra))
+
+    # ---- status ------------------------------------------------------------------------------
+
+    def status(self) -> dict[str, Any]:
+        """The index status for /health and /metrics (cheap: no I/O beyond one statvfs)."""
+        low = self._index.disk_low()
+        states = list(self._states.values())
+        return {"status": overall(states, low), "model": self.model.describe(), "diskLow": low,
+                "builds": self.builds, "repairs": self.repairs,
+                "collections": {s.name: s.as_dict() for s in states}}
+
+    def problem(self) -> str | None:
+        """One line for health when the index is not fully serving, else None."""
+        if (low := self._index.disk_low()) is not None:
+            return low
+        worst = [s for s in self._states.values() if s.state in DEGRADED_STATES]
+        return "; ".join(f"{s.name}: {s.state} ({s.unavailable_message() if s.building else s.reason})"
+                         for s in worst) or None
+
+    def degraded(self) -> bool:
+        return self._index.disk_low() is not None or any(s.state in DEGRADED_STATES for s in self._states.values())
+
+    # ---- the VectorIndex port, on logical names ----------------------------------------------
+
+    def _serving(self, collection: str) -> str:
+        state = self._states.get(collection)
+        if state is None:
+            raise VectorIndexError(f"vector collection {collection!r} does not exist")
+        if not state.usable or state.active is None:
+            raise VectorIndexError(state.unavailable_message())
+        return state.active.physical
+
+    async def ensure_collection(self, name: str, dimension: int) -> None:
+        """Collections are the manager's own: this only checks the name and the dimension."""
+        if name not in self._states:
+            raise VectorIndexError(f"vector collection {name!r} does not exist")
+        if dimension != self.model.dimension:
+            raise VectorIndexError(f"vector collection {name!r} holds {self.model.dimension}-d vectors, not {dimension}")
+
+    async def upsert(self, collection: str, points: Sequence[VectorPoint]) -> None:
+        if not points:
+            return
+        # The store keeps the embedding first: a build in progress, a repair or a lost index
+        # rebuilds from it without the embedder.
+        await self._catalog.store_embeddings(collection, self._model_id, [(p.id, encode_vector(p.vector)) for p in points])
+        await self._write(collection, {p.id for p in points}, None, lambda target: self._index.upsert(target, points))
+
+    async def delete(self, collection: str, ids: Sequence[int]) -> None:
+        if ids:
+            await self._write(collection, set(ids), None, lambda target: self._index.delete(target, ids))
+
+    async def delete_by_filter(self, collection: str, filter: VectorFilter) -> None:
+        if filter.is_empty:
+            raise VectorIndexError(f"refusing to delete every point of {collection!r}: the filter is empty")
+        await self._write(collection, set(), filter, lambda target: self._index.delete_by_filter(target, filter))
+
+    async def _write(self, collection: str, ids: set[int], flt: VectorFilter | None, action) -> None:
+        state = self._states.get(collection)
+        if state is None:
+            raise VectorIndexError(f"vector collection {collection!r} does not exist")
+        async with self._lock:
+            if state.dirty is not None:
+                state.dirty.update(ids)
+                if flt is not None:
+                    state.dirty_filters.append(flt)
+            if state.usable and state.active is not None:
+                await action(state.active.physical)
+            elif state.building is None and state.wanted is None:
+                raise VectorIndexError(state.unavailable_message())
+            # else: the generation being built picks the write up from the store
+
+    async def search(self, collection: str, vector: Sequence[float], limit: int,
+                     filter: VectorFilter | None = None, score_threshold: float | None = None) -> list[VectorHit]:
+        return await self._index.search(self._serving(collection), vector, limit, filter, score_threshold)
+
+    async def count(self, collection: str) -> int:
+        return await self._index.count(self._serving(collection))
+
+    async def retrieve_vectors(self, collection: str, ids: Sequence[int]) -> dict[int, list[float]]:
+        return await self._index.retrieve_vectors(self._serving(collection), ids)
+
+    async def health(self) -> str | None:
+        return await self._index.health()
