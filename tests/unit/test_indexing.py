@@ -6,10 +6,12 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from adapters.memory.catalog import InMemoryIndexCatalog
 from adapters.memory.fake_embedder import FakeEmbedder
 from adapters.memory.store import InMemoryMemoryStore
 from adapters.memory.vector_index import InMemoryVectorIndex
 from domain.errors import VectorIndexError
+from domain.index_manager import IndexManager
 from domain.indexing import MAX_DELAY, IndexingService, backoff_delay
 from domain.models import EpisodeChanges, NewEntity, NewEpisode, NewSummary
 from domain.vectors import VectorFilter
@@ -30,9 +32,11 @@ class Clock:
 
 @pytest.fixture
 async def world():
-    store, index, embedder, clock = InMemoryMemoryStore(), InMemoryVectorIndex(), FakeEmbedder(DIM), Clock()
+    store, embedder, clock = InMemoryMemoryStore(), FakeEmbedder(DIM), Clock()
+    # The services write through the index manager, which routes to the active generations.
+    index = IndexManager(InMemoryVectorIndex(), InMemoryIndexCatalog(store), store, embedder, "fake")
+    await index.start()
     service = IndexingService(store, index, embedder, clock=clock)
-    await service.ensure_collections()
     session = await store.create_session("s", {})
     return store, index, embedder, clock, service, session.id
 
