@@ -93,18 +93,18 @@ class IndexManager:
             await self._catalog.forget(stale.id)
         active = {g.collection: g for g in generations if g.state == "active"}
         try:
-            existing = set(await self._index.collections())
+            existing: set[str] | None = set(await self._index.collections())
         except VectorIndexError as error:
             log.warning("cannot list the vector collections: %s", error.message)
-            existing = set()
+            existing = None
         mine = f"-{self._store_id}-"
-        for leftover in existing:
+        for leftover in existing or ():
             if mine in leftover and leftover not in {g.physical for g in active.values()}:
                 await self._drop(leftover)
         rows = await self._store.counts()
         for name, state in self._states.items():
             state.rows = rows.get(name, 0)
-            await self._open(state, active.get(name), legacy=name in existing)
+            await self._open(state, active.get(name), existing)
         self._next_verify = time.monotonic() + self._verify_seconds
 
     def run(self) -> asyncio.Task:
@@ -123,9 +123,9 @@ class IndexManager:
                 pass
             self._task = None
 
-    async def _open(self, state: CollectionState, generation: Generation | None, legacy: bool) -> None:
+    async def _open(self, state: CollectionState, generation: Generation | None, existing: set[str] | None) -> None:
         name, dimension = state.name, self.model.dimension
-        if generation is None and legacy:
+        if generation is None and existing is not None and name in existing:
             # An index from before the manifest: adopt it once if its shape fits, verify it below.
             try:
                 await self._index.ensure_collection(name, dimension)
@@ -153,6 +153,8 @@ class IndexManager:
         if generation.model_id != self._model_id:
             return self._want(state, f"the embedding model changed from {generation.model.describe()} "
                                      f"to {self.model.describe()}")
+        if existing is not None and generation.physical not in existing:
+            return self._want(state, f"generation {generation.physical} is missing from the vector index")
         try:
             await self._index.ensure_collection(generation.physical, dimension)
             state.points = await self._index.count(generation.physical)

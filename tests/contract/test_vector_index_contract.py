@@ -17,7 +17,7 @@ from adapters.qdrant.edge import QdrantEdgeIndex
 from adapters.qdrant.server import QdrantServerIndex
 from domain.errors import VectorIndexError
 from domain.models import format_timestamp
-from domain.vectors import VectorFilter, VectorPoint, cosine_similarity, point_payload
+from domain.vectors import PointBatch, VectorFilter, VectorPoint, cosine_similarity, encode_vector, point_payload
 from ports.vector_index import VectorIndex
 
 DIM = 8
@@ -353,3 +353,90 @@ async def test_an_edge_collection_from_an_earlier_run_is_usable_without_ensuring
         assert ids(await second.search("entities", unit(0), 1)) == [1]
     finally:
         await second.close()
+
+
+# ---- generations: listing, building, dropping, verifying ----------------------------------------
+
+
+async def _batches(points: list[VectorPoint], size: int = 3):
+    for start in range(0, len(points), size):
+        chunk = points[start:start + size]
+        yield PointBatch([p.id for p in chunk], [p.payload for p in chunk],
+                         b"".join(encode_vector(p.vector) for p in chunk), DIM)
+
+
+async def test_a_built_collection_holds_the_streamed_points_and_serves(index: VectorIndex, collection: str) -> None:
+    built = f"{collection}_g2"
+    points = [point(i, unit(i % DIM, 0.1 * i)) for i in range(1, 11)]
+    await index.build_collection(built, DIM, _batches(points))
+    try:
+        assert await index.count(built) == 10
+        assert await index.point_ids(built) == list(range(1, 11))
+        assert ids(await index.search(built, unit(3, 0.3), 1)) == [3]
+        assert built in await index.collections() and collection in await index.collections()
+        await index.upsert(built, [point(11, unit(0))])  # a built collection takes writes
+        assert await index.count(built) == 11
+    finally:
+        await index.drop_collection(built)
+    assert built not in await index.collections()
+
+
+async def test_building_over_an_existing_collection_is_refused(index: VectorIndex, collection: str) -> None:
+    with pytest.raises(VectorIndexError, match=collection):
+        await index.build_collection(collection, DIM, _batches([point(1, unit(0))]))
+
+
+async def test_dropping_a_collection_removes_it_and_dropping_again_is_a_no_op(
+    index: VectorIndex, collection: str
+) -> None:
+    await index.upsert(collection, [point(1, unit(0))])
+    await index.drop_collection(collection, keep=True)
+    await index.drop_collection(collection)
+    assert collection not in await index.collections()
+    with pytest.raises(VectorIndexError):
+        await index.count(collection)
+
+
+async def test_point_ids_list_every_point_ascending(index: VectorIndex, collection: str) -> None:
+    await index.upsert(collection, [point(i, unit(i % DIM)) for i in (5, 2, 9)])
+    await index.delete(collection, [2])
+    assert await index.point_ids(collection) == [5, 9]
+
+
+async def test_a_small_collection_needs_no_rebuild_and_the_disk_has_room(index: VectorIndex, collection: str) -> None:
+    await index.upsert(collection, [point(1, unit(0))])
+    assert await index.rebuild_advised(collection) is False
+    assert index.disk_low() is None
+
+
+async def test_a_large_edge_shard_is_advised_for_rebuild_instead_of_built_in_place(tmp_path: Path) -> None:
+    index = QdrantEdgeIndex(tmp_path / "qdrant", optimize_every=10, inline_optimize_points=20)
+    try:
+        await index.ensure_collection("episodes", DIM)
+        await index.upsert("episodes", [point(i, unit(i % DIM, 0.01 * i)) for i in range(1, 31)])
+        assert await index.rebuild_advised("episodes") is True
+    finally:
+        await index.close()
+
+
+async def test_an_edge_shard_dropped_with_keep_is_moved_aside_not_deleted(tmp_path: Path) -> None:
+    index = QdrantEdgeIndex(tmp_path / "qdrant")
+    try:
+        await index.ensure_collection("episodes", DIM)
+        await index.drop_collection("episodes", keep=True)
+        aside = list((tmp_path / "qdrant" / ".aside").iterdir())
+        assert [p.name.split("-")[0] for p in aside] == ["episodes"]
+        assert (aside[0] / "edge_config.json").exists()
+        assert await index.collections() == []
+    finally:
+        await index.close()
+
+
+async def test_edge_writes_refuse_below_the_disk_reserve_and_say_disk_low(tmp_path: Path) -> None:
+    index = QdrantEdgeIndex(tmp_path / "qdrant", disk_reserve_bytes=2**62)  # more than any disk has
+    try:
+        with pytest.raises(VectorIndexError, match="disk low"):
+            await index.ensure_collection("episodes", DIM)
+        assert "disk low" in (index.disk_low() or "")
+    finally:
+        await index.close()

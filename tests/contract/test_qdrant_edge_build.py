@@ -1,0 +1,159 @@
+"""Qdrant Edge builds large shards in a child process, as a new collection beside the live one:
+the service never freezes, the live collection never goes offline, and the child never outlives
+the service."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from adapters.qdrant.edge import QdrantEdgeIndex
+from adapters.qdrant.edge_build import MODULE
+from domain.errors import VectorIndexError
+from domain.vectors import PointBatch, VectorPoint, encode_vector, normalized
+
+DIM = 16
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def points(n: int, seed: int = 7) -> list[VectorPoint]:
+    rnd = random.Random(seed)
+    return [VectorPoint(i, [rnd.uniform(-1, 1) for _ in range(DIM)], {"sessionId": 1, "createdAt": "2026-01-01T00:00:00.000Z"})
+            for i in range(1, n + 1)]
+
+
+async def stream(data: list[VectorPoint], size: int = 100, pause: asyncio.Event | None = None):
+    for start in range(0, len(data), size):
+        if pause is not None and start:
+            await pause.wait()  # the build stays in progress until the test has looked
+        chunk = data[start:start + size]
+        yield PointBatch([p.id for p in chunk], [p.payload for p in chunk],
+                         b"".join(encode_vector(p.vector) for p in chunk), DIM)
+
+
+def cmdline(pid: int) -> list[str]:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")
+    except OSError:
+        return []
+
+
+def gone(pid: int, timeout: float = 30.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+            status = Path(f"/proc/{pid}/stat").read_text().split()[2]
+            if status == "Z":
+                return True  # dead, only not reaped yet
+        except (OSError, IndexError):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+async def test_a_build_runs_in_a_child_process_and_yields_an_indexed_shard(tmp_path):
+    index = QdrantEdgeIndex(tmp_path / "vectors", optimize_every=10**9, inline_optimize_points=10)
+    data = points(300)
+    pause = asyncio.Event()
+    try:
+        build = asyncio.ensure_future(index.build_collection("episodes-g2", DIM, stream(data, pause=pause)))
+        while "episodes-g2" not in index._children:
+            await asyncio.sleep(0.01)
+        child = index._children["episodes-g2"]
+        assert MODULE in cmdline(child.pid)
+        pause.set()
+        await build
+        assert await index.count("episodes-g2") == 300
+        assert await index.rebuild_advised("episodes-g2") is False  # its HNSW is built
+        [best] = await index.search("episodes-g2", data[41].vector, 1)
+        assert best.id == 42 and best.score == pytest.approx(1.0, abs=1e-4)
+        stored = await index.retrieve_vectors("episodes-g2", [42])
+        assert stored[42] == pytest.approx(normalized(data[41].vector), abs=1e-5)
+    finally:
+        await index.close()
+
+
+async def test_the_live_collection_serves_and_takes_writes_while_its_successor_is_built(tmp_path):
+    index = QdrantEdgeIndex(tmp_path / "vectors", optimize_every=10**9, inline_optimize_points=10)
+    data = points(300)
+    pause = asyncio.Event()
+    try:
+        await index.ensure_collection("episodes", DIM)
+        await index.upsert("episodes", data)
+        build = asyncio.ensure_future(index.build_collection("episodes-g2", DIM, stream(data, pause=pause)))
+        while "episodes-g2" not in index._children:
+            await asyncio.sleep(0.01)
+        assert len(await index.search("episodes", data[0].vector, 3)) == 3
+        await index.upsert("episodes", points(3, seed=9))
+        assert await index.count("episodes") == 300
+        pause.set()
+        await build
+        assert await index.count("episodes-g2") == 300
+    finally:
+        await index.close()
+
+
+async def test_closing_during_a_build_stops_the_child_and_drop_removes_the_partial_shard(tmp_path):
+    index = QdrantEdgeIndex(tmp_path / "vectors")
+    pause = asyncio.Event()
+    build = asyncio.ensure_future(index.build_collection("episodes-g2", DIM, stream(points(300), pause=pause)))
+    while "episodes-g2" not in index._children:
+        await asyncio.sleep(0.01)
+    child = index._children["episodes-g2"]
+    await index.close()
+    with pytest.raises((VectorIndexError, asyncio.CancelledError)):
+        build.cancel()
+        await build
+    assert child.returncode is not None
+    reopened = QdrantEdgeIndex(tmp_path / "vectors")
+    try:
+        await reopened.drop_collection("episodes-g2")
+        assert await reopened.collections() == []
+    finally:
+        await reopened.close()
+
+
+PARENT = """
+import asyncio, sys
+from adapters.qdrant.edge import QdrantEdgeIndex
+from domain.vectors import PointBatch, encode_vector
+
+async def forever():
+    yield PointBatch([1], [{}], encode_vector([0.5] * 16), 16)
+    await asyncio.sleep(3600)
+    yield None
+
+async def main():
+    index = QdrantEdgeIndex(sys.argv[1])
+    task = asyncio.ensure_future(index.build_collection("episodes-g2", 16, forever()))
+    while "episodes-g2" not in index._children:
+        await asyncio.sleep(0.01)
+    print(index._children["episodes-g2"].pid, flush=True)
+    await task
+
+asyncio.run(main())
+"""
+
+
+def test_the_build_child_dies_with_a_killed_service(tmp_path):
+    parent = subprocess.Popen([sys.executable, "-c", PARENT, str(tmp_path / "vectors")], cwd=ROOT,
+                              stdout=subprocess.PIPE, text=True, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    try:
+        child_pid = int(parent.stdout.readline())
+        assert MODULE in cmdline(child_pid)
+        parent.send_signal(signal.SIGKILL)
+        parent.wait(timeout=30)
+        assert gone(child_pid), "the build child outlived its parent"
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+        parent.stdout.close()

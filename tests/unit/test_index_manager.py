@@ -1,0 +1,227 @@
+"""The index manager over the in-memory doubles of every port: generations, model changes, lost
+and damaged collections, writes during a build, and a crash at every step of a switch."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from adapters.memory.catalog import InMemoryIndexCatalog
+from adapters.memory.fake_embedder import FakeEmbedder
+from adapters.memory.store import InMemoryMemoryStore
+from adapters.memory.vector_index import InMemoryVectorIndex
+from domain.errors import VectorIndexError
+from domain.index_manager import IndexManager
+from domain.indexing import IndexingService
+from domain.models import EpisodeChanges, NewEpisode
+from domain.vectors import VectorFilter, VectorPoint, decode_vector
+
+DIM = 8
+
+
+class World:
+    """One store, catalog and index that outlive the managers a test starts over them (a restart)."""
+
+    def __init__(self) -> None:
+        self.store = InMemoryMemoryStore()
+        self.catalog = InMemoryIndexCatalog(self.store)
+        self.index = InMemoryVectorIndex()
+        self.session = 0
+
+    def manager(self, embedder: FakeEmbedder, catalog=None, index=None) -> IndexManager:
+        return IndexManager(index or self.index, catalog or self.catalog, self.store, embedder, "fake",
+                            verify_seconds=0.05, check_seconds=0.01)
+
+    async def add(self, n: int, text: str = "note") -> list[int]:
+        if not self.session:
+            self.session = (await self.store.create_session("s", {})).id
+        made = await self.store.add_episodes([NewEpisode(self.session, f"{text} {i}", "ok") for i in range(n)])
+        return [e.id for e in made]
+
+    async def drain(self, manager: IndexManager, embedder: FakeEmbedder) -> None:
+        service = IndexingService(self.store, manager, embedder, clock=lambda: datetime.now(UTC) + timedelta(hours=1))
+        while (await service.run_once(64)).done:
+            pass
+
+
+async def settle(manager: IndexManager, rounds: int = 2000) -> dict:
+    """Let the background task work until every collection is consistent (bounded)."""
+    manager.run()
+    for _ in range(rounds):
+        status = manager.status()
+        if status["status"] == "consistent":
+            return status
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"the index never became consistent: {manager.status()}")
+
+
+async def points_and_rows(world: World, manager: IndexManager) -> tuple[int, int]:
+    return await manager.count("episodes"), len(world.store.episodes)
+
+
+async def test_a_fresh_store_is_consistent_at_once_without_a_build() -> None:
+    world = World()
+    manager = world.manager(FakeEmbedder(DIM))
+    await manager.start()
+    assert manager.status()["status"] == "consistent" and manager.builds == 0
+    assert await manager.search("episodes", [1.0] * DIM, 3) == []
+
+
+@pytest.mark.parametrize("new", [FakeEmbedder(DIM, model="other"), FakeEmbedder(DIM * 2)],
+                         ids=["model-same-dimension", "dimension"])
+async def test_a_changed_model_rebuilds_in_the_background_and_switches(new: FakeEmbedder) -> None:
+    world, old = World(), FakeEmbedder(DIM)
+    first = world.manager(old)
+    await first.start()
+    await world.add(5)
+    await world.drain(first, old)
+    assert await first.count("episodes") == 5
+    await first.close()
+
+    second = world.manager(new)
+    await second.start()  # not an error, and no build waited for
+    with pytest.raises(VectorIndexError, match="embedding model changed"):
+        await second.search("episodes", [1.0] * new.dimension, 3)
+    await world.add(2)
+    await world.drain(second, new)  # writes while rebuilding are accepted, kept in the store
+    status = await settle(second)
+    assert await points_and_rows(world, second) == (7, 7)
+    assert status["collections"]["episodes"]["model"] == f"fake:{new.model} ({new.dimension}-d cosine)"
+    assert len(await second.search("episodes", [1.0] * new.dimension, 10)) == 7
+    generations = await world.catalog.generations()
+    assert {g.model.model for g in generations} == {new.model}  # the old generation is dropped
+    assert len(await world.index.collections()) == 3
+    await second.close()
+
+
+async def test_a_lost_collection_is_rebuilt_from_stored_embeddings_without_the_embedder() -> None:
+    world, embedder = World(), FakeEmbedder(DIM)
+    first = world.manager(embedder)
+    await first.start()
+    await world.add(20)
+    await world.drain(first, embedder)
+    await first.close()
+    for name in await world.index.collections():
+        await world.index.drop_collection(name)
+    embedder.go_down()
+    second = world.manager(embedder)
+    await second.start()
+    assert second.status()["collections"]["episodes"]["state"] == "unavailable"
+    await settle(second)
+    assert await points_and_rows(world, second) == (20, 20)
+    await second.close()
+
+
+async def test_lost_and_stray_points_are_repaired_in_place_by_verification() -> None:
+    world, embedder = World(), FakeEmbedder(DIM)
+    manager = world.manager(embedder)
+    await manager.start()
+    ids = await world.add(200)
+    await world.drain(manager, embedder)
+    physical = manager.status()["collections"]["episodes"]["generation"]
+    await world.index.delete(physical, ids[:30])
+    stray = (await world.catalog.embeddings_of("episodes", 1, ids[30:31]))[0]
+    await world.index.upsert(physical, [VectorPoint(10_000, decode_vector(stray.vector), stray.payload)])
+    embedder.go_down()  # repair reads stored embeddings; it must not need the embedder
+    assert await manager.verify("episodes") == "consistent"
+    assert await world.index.point_ids(physical) == ids
+    assert manager.repairs == 1 and manager.builds == 0
+    await manager.close()
+
+
+async def test_writes_made_during_a_build_reach_the_new_generation() -> None:
+    world, embedder = World(), FakeEmbedder(DIM)
+    gate, reached = asyncio.Event(), asyncio.Event()
+
+    class PausingIndex(InMemoryVectorIndex):
+        async def build_collection(self, name, dimension, batches):
+            async def paused():
+                async for batch in batches:
+                    reached.set()
+                    await gate.wait()
+                    yield batch
+            await super().build_collection(name, dimension, paused())
+
+    index = PausingIndex()
+    manager = world.manager(embedder, index=index)
+    await manager.start()
+    ids = await world.add(10)
+    await world.drain(manager, embedder)
+    await manager.close()
+    for name in await index.collections():  # lose the index: the next start rebuilds it
+        await index.drop_collection(name)
+    manager = world.manager(embedder, index=index)
+    await manager.start()
+    manager.run()
+    await reached.wait()
+    added = await world.add(3, text="late")
+    await world.store.delete_episode(ids[0])
+    await world.store.update_episode(ids[1], EpisodeChanges(user_message="rewritten"))
+    await world.drain(manager, embedder)
+    gate.set()
+    await settle(manager)
+    physical = manager.status()["collections"]["episodes"]["generation"]
+    assert await index.point_ids(physical) == sorted(ids[1:] + added)
+    [best] = await manager.search("episodes", (await embedder.embed(["User: rewritten\nAssistant: ok"]))[0], 1)
+    assert best.id == ids[1]
+    await manager.close()
+
+
+class CrashingCatalog(InMemoryIndexCatalog):
+    """Dies (as a kill -9 would stop everything) at one step of the switch."""
+
+    def __init__(self, store, step: str) -> None:
+        super().__init__(store)
+        self.step = step
+
+    async def activate(self, generation_id: int) -> None:
+        if self.step == "before-activate":
+            raise asyncio.CancelledError
+        await super().activate(generation_id)
+        if self.step == "after-activate":
+            raise asyncio.CancelledError
+
+
+@pytest.mark.parametrize("step", ["before-activate", "after-activate"])
+async def test_a_crash_at_any_step_of_the_switch_converges_at_the_next_start(step: str) -> None:
+    world, embedder = World(), FakeEmbedder(DIM)
+    catalog = CrashingCatalog(world.store, "none")
+    manager = world.manager(embedder, catalog=catalog)
+    await manager.start()
+    await world.add(12)
+    await world.drain(manager, embedder)
+    await manager.close()
+
+    catalog.step = step
+    for name in await world.index.collections():
+        await world.index.drop_collection(name)
+    crashed = world.manager(embedder, catalog=catalog)
+    await crashed.start()
+    with pytest.raises(asyncio.CancelledError):
+        await crashed.run()
+    left = {g.state for g in await catalog.generations()}
+    assert "building" in left or "retired" in left or step == "after-activate"
+
+    catalog.step = "none"
+    restarted = world.manager(embedder, catalog=catalog)
+    await restarted.start()
+    await settle(restarted)
+    assert await points_and_rows(world, restarted) == (12, 12)
+    assert sorted(g.state for g in await catalog.generations()) == ["active"] * 3
+    assert len(await world.index.collections()) == 3  # nothing left behind
+    await restarted.close()
+
+
+async def test_a_session_delete_during_a_build_is_replayed_on_the_new_generation() -> None:
+    world, embedder = World(), FakeEmbedder(DIM)
+    manager = world.manager(embedder)
+    await manager.start()
+    await world.add(4)
+    await world.drain(manager, embedder)
+    state = manager._states["episodes"]
+    state.dirty = set()  # as during a build
+    await manager.delete_by_filter("episodes", VectorFilter(session_id=world.session))
+    assert state.dirty_filters == [VectorFilter(session_id=world.session)]
+    await manager.close()
