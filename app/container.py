@@ -41,6 +41,14 @@ def _edge_index(path: str, s: Settings):
     )
 
 
+def _catalog(store):
+    # The manifest and stored embeddings live beside the records, in the same store (tests
+    # override the store provider, so this follows the store actually built).
+    if isinstance(store, SqliteMemoryStore):
+        return SqliteIndexCatalog(store.database)
+    return InMemoryIndexCatalog(store)
+
+
 def _index_manager(index, catalog, store, embedder, s: Settings) -> IndexManager:
     return IndexManager(index, catalog, store, embedder, s.embedder,
                         verify_seconds=s.index_verify_seconds, check_seconds=s.index_check_seconds)
@@ -116,11 +124,7 @@ class Container(containers.DeclarativeContainer):
         memory=providers.Singleton(InMemoryVectorIndex),
     )
 
-    catalog = providers.Selector(
-        providers.Callable(_setting("store"), settings),
-        sqlite=providers.Singleton(SqliteIndexCatalog, providers.Callable(attrgetter("database"), store)),
-        memory=providers.Singleton(InMemoryIndexCatalog, store),
-    )
+    catalog = providers.Singleton(_catalog, store)
     index_manager = providers.Singleton(_index_manager, vector_index, catalog, store, embedder, settings)
 
     plugin_manager = providers.Singleton(get_plugin_manager, load_entrypoints=True)

@@ -1,8 +1,17 @@
-"""The CLI's maintenance commands: reindex, doctor, stats."""
+"""The CLI's maintenance commands: reindex, doctor, stats.
+
+They work beside a running service: the store (SQLite, WAL) is read directly, and what only the
+service holds (its open Edge shards, its build progress) comes from the service's own /health
+when one answers on the configured address for the same store. Without a running service they
+open the index themselves.
+"""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
+
+import httpx
 
 from app.config import Settings
 from app.container import build_container
@@ -11,7 +20,52 @@ from domain.errors import DomainError
 from domain.vectors import COLLECTIONS
 
 
+async def running_index_status(settings: Settings, store_id: str) -> dict[str, Any] | None:
+    """The index status of a service serving this store, or None when none answers."""
+    host = "127.0.0.1" if settings.host in ("0.0.0.0", "::", "") else settings.host
+    try:
+        async with httpx.AsyncClient(timeout=2.0) as client:
+            body = (await client.get(f"http://{host}:{settings.port}/health")).json()
+        status = body["components"]["vectorIndex"]["index"]
+    except (httpx.HTTPError, ValueError, KeyError, TypeError):
+        return None
+    return status if status.get("storeId") == store_id else None
+
+
+async def _offline_index_report(container) -> dict[str, Any]:
+    """Each active generation as recorded, opened read-only-in-effect (counted, never changed)."""
+    manager, index, catalog = container.index_manager(), container.vector_index(), container.catalog()
+    rows = await container.store().counts()
+    active = {g.collection: g for g in await catalog.generations() if g.state == "active"}
+    report: dict[str, Any] = {}
+    for name in COLLECTIONS:
+        g = active.get(name)
+        entry: dict[str, Any] = {"rows": rows.get(name, 0), "generation": g.physical if g else None,
+                                 "model": g.model.describe() if g else None}
+        if g is None:
+            entry["state"] = "missing: built at the next start"
+        elif g.model != manager.model:
+            entry["state"] = f"made by another model: rebuilt at the next start for {manager.model.describe()}"
+        else:
+            try:
+                entry["points"] = await index.count(g.physical)
+                entry["state"] = "consistent" if entry["points"] == entry["rows"] else "diverged: repaired at the next start"
+            except DomainError as exc:
+                entry["state"] = f"unavailable: {exc.message}"
+        report[name] = entry
+    return {"status": "offline (no running service)", "model": manager.model.describe(), "collections": report}
+
+
+async def index_report(container) -> dict[str, Any]:
+    store_id = await container.catalog().store_id()
+    online = await running_index_status(container.settings(), store_id)
+    return online if online is not None else await _offline_index_report(container)
+
+
 async def run_reindex(settings: Settings, collection: str | None) -> int:
+    """Build new generations of the collections from the stored embeddings (embedding only what
+    is missing). Online it asks the running service and follows its progress; offline it builds
+    here. Resumable: stored embeddings stay stored, so a second run continues where one stopped."""
     from rich.progress import Progress
 
     names = [collection] if collection else list(COLLECTIONS)
@@ -20,21 +74,42 @@ async def run_reindex(settings: Settings, collection: str | None) -> int:
         return 2
     container = build_container(settings)
     try:
-        indexing = container.indexing()
-        await indexing.ensure_collections()
-        store = container.store()
-        queued = sum([await store.enqueue_reindex(n) for n in names])
-        with Progress() as progress:
-            task = progress.add_task("re-embedding", total=queued)
+        catalog = container.catalog()
+        store_id = await catalog.store_id()
+        online = await running_index_status(settings, store_id) is not None
+        before = {g.collection: g.physical for g in await catalog.generations() if g.state == "active"}
+        manager = None
+        if online:
+            await catalog.request_reindex(names)
+            print("asked the running service to rebuild: " + ", ".join(names))
+        else:
+            manager = container.index_manager()
+            await manager.start()
+            for name in names:
+                manager.request_rebuild(name, "memory-service reindex")
+            manager.run()
+        with Progress() as bar:
+            tasks = {n: bar.add_task(n, total=None) for n in names}
             while True:
-                result = await indexing.run_once(settings.worker_batch)
-                progress.advance(task, result.done)
-                if result.deferred:
-                    print(f"embedding failed, {result.deferred} jobs left queued: {indexing.last_error}")
-                    return 1
-                if not result.done:
+                status = (await running_index_status(settings, store_id) if online else manager.status()) or {}
+                collections = status.get("collections", {})
+                done = []
+                for name in names:
+                    state = collections.get(name, {})
+                    progress = state.get("progress") or {}
+                    bar.update(tasks[name], total=progress.get("total") or None, completed=progress.get("done", 0),
+                               description=f"{name}: {progress.get('phase') or state.get('state', '?')}")
+                    switched = state.get("generation") not in (None, before.get(name))
+                    if switched and state.get("state") == "consistent" and not state.get("building"):
+                        bar.update(tasks[name], total=1, completed=1, description=f"{name}: done")
+                        done.append(name)
+                if len(done) == len(names):
                     break
-        counts = {n: await container.vector_index().count(n) for n in names}
+                if online and not status:
+                    print("the running service stopped answering; run reindex again to follow it")
+                    return 1
+                await asyncio.sleep(0.5)
+        counts = {n: collections[n].get("points") for n in names}
         print("reindexed: " + ", ".join(f"{n}={c}" for n, c in counts.items()))
         return 0
     finally:
@@ -57,17 +132,18 @@ async def run_doctor(settings: Settings) -> int:
     try:
         if (error := await container.store().health()) is not None:
             problems.append(f"store: {error}")
-        try:
-            await container.indexing().ensure_collections()
-        except DomainError as exc:
-            problems.append(f"vector index: {exc.message}")
-        if (error := await container.vector_index().health()) is not None:
-            problems.append(f"vector index: {error}")
+        else:
+            report = await index_report(container)
+            print(f"vector index: {report['status']}")
+            for name, entry in report["collections"].items():
+                print(f"  {name}: {entry.get('state')} (points {entry.get('points')}, rows {entry.get('rows')})")
+                if str(entry.get("state", "")).startswith("unavailable"):
+                    problems.append(f"vector index: {name}: {entry['state']}")
+            backlog = await container.store().backlog()
+            print(f"embedding backlog: {backlog.pending} pending, {backlog.failing} failing")
         probe = await container.embedder().probe()
         if not probe.reachable:
             problems.append(f"embedder: {probe.error}")
-        backlog = await container.store().backlog()
-        print(f"embedding backlog: {backlog.pending} pending, {backlog.failing} failing")
     finally:
         await close_container(container)
     for problem in problems:
@@ -82,19 +158,10 @@ async def collect_stats(settings: Settings) -> dict[str, Any]:
         store = container.store()
         counts = await store.counts()
         backlog = await store.backlog()
-        index = container.vector_index()
-        vectors = {}
-        try:
-            # Opens the existing shards (an embedded index knows a collection only once opened).
-            await container.indexing().ensure_collections()
-        except DomainError:
-            pass  # each count below then reports the index as unavailable
-        for name in COLLECTIONS:
-            try:
-                vectors[name] = await index.count(name)
-            except DomainError as exc:
-                vectors[name] = f"unavailable: {exc.message}"
-        return {"rows": counts, "bytes": await store.sizes(), "vectors": vectors,
+        report = await index_report(container)
+        vectors = {name: entry.get("points", f"unavailable: {entry.get('state')}")
+                   for name, entry in report["collections"].items()}
+        return {"rows": counts, "bytes": await store.sizes(), "vectors": vectors, "index": report,
                 "backlog": {"pending": backlog.pending, "failing": backlog.failing,
                             "oldest": backlog.oldest_created_at, "lastError": backlog.last_error}}
     finally:

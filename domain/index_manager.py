@@ -102,10 +102,10 @@ class IndexManager:
             if mine in leftover and leftover not in {g.physical for g in active.values()}:
                 await self._drop(leftover)
         rows = await self._store.counts()
+        self._next_verify = time.monotonic() + self._verify_seconds
         for name, state in self._states.items():
             state.rows = rows.get(name, 0)
             await self._open(state, active.get(name), existing)
-        self._next_verify = time.monotonic() + self._verify_seconds
 
     def run(self) -> asyncio.Task:
         """Start the background task (builds, verification, maintenance)."""
@@ -138,8 +138,11 @@ class IndexManager:
             log.warning("adopted the vector collection %r made before the index manifest as %s",
                         name, self.model.describe())
         if generation is None:
-            if state.rows:
+            stored = (state.rows or 0) - await self._catalog.missing_embeddings(name, self._model_id)
+            if stored > 0:
                 return self._want(state, "no index generation is recorded for the stored records")
+            # Nothing to build from (a fresh or freshly imported store): serve an empty generation
+            # at once; the outbox fills it and verification embeds whatever it still lacks.
             generation = await self._new_generation(name, "first start")
             try:
                 await self._index.ensure_collection(generation.physical, dimension)
@@ -147,7 +150,10 @@ class IndexManager:
                 await self._catalog.forget(generation.id)
                 return self._want(state, error.message)
             await self._catalog.activate(generation.id)
-            state.active, state.usable, state.state, state.points = generation, True, CONSISTENT, 0
+            state.active, state.usable, state.points = generation, True, 0
+            state.state = CONSISTENT if not state.rows else VERIFYING
+            if state.rows:
+                self._next_verify = 0.0
             return
         state.active = generation
         if generation.model_id != self._model_id:
@@ -187,9 +193,19 @@ class IndexManager:
 
     # ---- background --------------------------------------------------------------------------
 
+    def request_rebuild(self, name: str, reason: str) -> None:
+        """Build a new generation of ``name`` (the live one keeps serving until the switch)."""
+        state = self._states[name]
+        if state.building is None and state.wanted is None:
+            state.wanted = reason
+            self._wake.set()
+
     async def _loop(self) -> None:
         while True:
             try:
+                for name in await self._catalog.take_reindex_request():
+                    if name in self._states:
+                        self.request_rebuild(name, "memory-service reindex")
                 for state in self._states.values():
                     if state.wanted is not None:
                         await self._build(state)
@@ -394,6 +410,7 @@ class IndexManager:
         low = self._index.disk_low()
         states = list(self._states.values())
         return {"status": overall(states, low), "model": self.model.describe(), "diskLow": low,
+                "storeId": self._store_id,
                 "builds": self.builds, "repairs": self.repairs,
                 "collections": {s.name: s.as_dict() for s in states}}
 

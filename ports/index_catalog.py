@@ -97,3 +97,12 @@ class IndexCatalog(Protocol):
     async def missing_embeddings(self, collection: str, model_id: int) -> int:
         """How many records have no stored embedding by ``model_id``."""
         ...
+
+    async def request_reindex(self, collections: Sequence[str]) -> None:
+        """Ask whoever maintains the index (the running service, or an offline reindex) to build
+        new generations of these collections; asking again before it is taken adds nothing."""
+        ...
+
+    async def take_reindex_request(self) -> list[str]:
+        """The collections asked for by ``request_reindex`` since the last call (then cleared)."""
+        ...

@@ -23,6 +23,7 @@ class InMemoryIndexCatalog:
         # (collection, ref_id) -> (model id, the text it was made from, blob): a changed text
         # forgets the embedding, as the SQLite triggers do.
         self._embeddings: dict[tuple[str, int], tuple[int, str, bytes]] = {}
+        self._reindex: set[str] = set()
 
     def _table(self, collection: str) -> dict:
         return {"episodes": self._store.episodes, "entities": self._store.entities,
@@ -82,3 +83,10 @@ class InMemoryIndexCatalog:
     async def missing_embeddings(self, collection: str, model_id: int) -> int:
         table = self._table(collection)
         return sum(1 for item in table.values() if self._row(collection, model_id, item).vector is None)
+
+    async def request_reindex(self, collections: Sequence[str]) -> None:
+        self._reindex.update(collections)
+
+    async def take_reindex_request(self) -> list[str]:
+        taken, self._reindex = sorted(self._reindex), set()
+        return taken

@@ -129,3 +129,24 @@ class SqliteIndexCatalog:
         return await self._db.read(lambda conn: conn.execute(
             f"SELECT count(*) FROM {_table(collection)} r WHERE NOT EXISTS (SELECT 1 FROM embeddings e"
             " WHERE e.collection = ? AND e.ref_id = r.id AND e.model_id = ?)", (collection, model_id)).fetchone()[0])
+
+    async def request_reindex(self, collections: Sequence[str]) -> None:
+        def op(conn: sqlite3.Connection) -> None:
+            found = conn.execute("SELECT value FROM index_meta WHERE key = 'reindex'").fetchone()
+            wanted = sorted(set(found[0].split(",") if found and found[0] else []) | set(collections))
+            conn.execute("INSERT OR REPLACE INTO index_meta(key, value) VALUES ('reindex', ?)", (",".join(wanted),))
+
+        await self._db.write(op)
+
+    async def take_reindex_request(self) -> list[str]:
+        # A cheap read first: this is polled every few seconds and almost always finds nothing.
+        found = await self._db.read(
+            lambda conn: conn.execute("SELECT value FROM index_meta WHERE key = 'reindex'").fetchone())
+        if not found:
+            return []
+
+        def op(conn: sqlite3.Connection) -> list[str]:
+            row = conn.execute("DELETE FROM index_meta WHERE key = 'reindex' RETURNING value").fetchone()
+            return [c for c in (row[0] if row else "").split(",") if c]
+
+        return await self._db.write(op)

@@ -112,3 +112,12 @@ async def test_the_store_id_is_stable(pair) -> None:
     _, catalog = pair
     first = await catalog.store_id()
     assert first and await catalog.store_id() == first
+
+
+async def test_a_reindex_request_is_taken_once_and_repeated_requests_merge(pair) -> None:
+    _, catalog = pair
+    assert await catalog.take_reindex_request() == []
+    await catalog.request_reindex(["episodes"])
+    await catalog.request_reindex(["episodes", "entities"])
+    assert await catalog.take_reindex_request() == ["entities", "episodes"]
+    assert await catalog.take_reindex_request() == []
