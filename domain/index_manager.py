@@ -405,6 +405,17 @@ class IndexManager:
 
     # ---- status ------------------------------------------------------------------------------
 
+    async def refresh(self) -> None:
+        """Read current point and row counts into the status (cheap: one count per collection)."""
+        rows = await self._store.counts()
+        for state in self._states.values():
+            state.rows = rows.get(state.name, 0)
+            if state.usable and state.active is not None:
+                try:
+                    state.points = await self._index.count(state.active.physical)
+                except VectorIndexError:
+                    state.points = None
+
     def status(self) -> dict[str, Any]:
         """The index status for /health and /metrics (cheap: no I/O beyond one statvfs)."""
         low = self._index.disk_low()

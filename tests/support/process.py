@@ -276,3 +276,18 @@ def wait_for_health(url: str, predicate, timeout: float = 60.0) -> dict:
     """Poll ``GET /health`` until ``predicate(body)`` holds (bounded)."""
     with httpx.Client(base_url=url, timeout=10.0) as client:
         return fresh_health(client, predicate, timeout)
+
+
+def index_settled(body: dict) -> bool:
+    """The vector index serves every collection from a generation holding one point per row,
+    and nothing is being built."""
+    index = body["components"]["vectorIndex"].get("index") or {}
+    collections = index.get("collections") or {}
+    return index.get("status") == "consistent" and bool(collections) and all(
+        c["points"] == c["rows"] and c["building"] is None for c in collections.values())
+
+
+def wait_for_index(url: str, timeout: float = 120.0) -> dict:
+    """Poll ``GET /health`` until the index is consistent with the store (bounded)."""
+    return wait_for_health(url, lambda body: index_settled(body)
+                           and body["components"]["embeddingBacklog"]["pending"] == 0, timeout)
