@@ -36,6 +36,7 @@ from typing import Any, TypeVar
 
 import qdrant_edge as qe
 
+from adapters.qdrant import locks
 from adapters.qdrant.edge_build import MODULE, create_shard, edge_config, encode_frame
 from domain.errors import DimensionMismatch, VectorIndexError
 from domain.vectors import (
@@ -337,13 +338,18 @@ class QdrantEdgeIndex:
             self._queue_optimize(name)
 
     @staticmethod
-    def _open(opener: Callable[[], qe.EdgeShard], shard_path: Path) -> qe.EdgeShard:
+    def _open(opener: Callable[[], qe.EdgeShard], shard_path: Path, retry: bool = True) -> qe.EdgeShard:
         try:
             return opener()
         except Exception as error:
             text = str(error)
-            if "WouldBlock" in text or "lock" in text.lower():
-                reason = "it is locked by another process"
+            locked = "WouldBlock" in text or "lock" in text.lower()
+            if locked and retry and locks.clear_orphans(shard_path):
+                # The holder was our own orphaned build child: it is gone, and so is its lock.
+                return QdrantEdgeIndex._open(opener, shard_path, retry=False)
+            if locked:
+                holders = ", ".join(locks.describe(p) for p in locks.lock_holders(shard_path)) or "unknown"
+                reason = f"it is locked by another process: {holders}"
             elif "ermission" in text or "Read-only" in text:
                 reason = "it is not writable"
             else:

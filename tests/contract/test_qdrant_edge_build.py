@@ -157,3 +157,61 @@ def test_the_build_child_dies_with_a_killed_service(tmp_path):
         if parent.poll() is None:
             parent.kill()
         parent.stdout.close()
+
+
+ORPHAN = """
+import sys, time
+import qdrant_edge as qe
+shard = qe.EdgeShard.load(sys.argv[1])
+print("holding", flush=True)
+time.sleep(3600)
+"""
+
+
+def _dead_pid() -> int:
+    done = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    return int(done.stdout)
+
+
+async def test_a_shard_locked_by_an_orphaned_build_child_is_cleared_and_opens(tmp_path):
+    first = QdrantEdgeIndex(tmp_path / "vectors")
+    await first.ensure_collection("episodes", DIM)
+    await first.upsert("episodes", points(5))
+    await first.close()
+    # An orphan as an older version left them: a build child whose service (--parent) is dead.
+    orphan = subprocess.Popen([sys.executable, "-c", ORPHAN, str(tmp_path / "vectors" / "episodes"),
+                               MODULE, "--parent", str(_dead_pid())], stdout=subprocess.PIPE, text=True)
+    try:
+        assert orphan.stdout.readline().strip() == "holding"
+        index = QdrantEdgeIndex(tmp_path / "vectors")
+        try:
+            await index.ensure_collection("episodes", DIM)
+            assert await index.count("episodes") == 5
+        finally:
+            await index.close()
+        assert orphan.wait(timeout=30) == -signal.SIGKILL
+    finally:
+        if orphan.poll() is None:
+            orphan.kill()
+        orphan.stdout.close()
+
+
+async def test_a_shard_locked_by_a_live_process_names_it_and_is_left_alone(tmp_path):
+    first = QdrantEdgeIndex(tmp_path / "vectors")
+    await first.ensure_collection("episodes", DIM)
+    await first.close()
+    holder = subprocess.Popen([sys.executable, "-c", ORPHAN, str(tmp_path / "vectors" / "episodes")],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "holding"
+        index = QdrantEdgeIndex(tmp_path / "vectors")
+        try:
+            with pytest.raises(VectorIndexError, match=f"locked by another process: pid {holder.pid}"):
+                await index.ensure_collection("episodes", DIM)
+        finally:
+            await index.close()
+        assert holder.poll() is None
+    finally:
+        holder.kill()
+        holder.wait()
+        holder.stdout.close()

@@ -1,8 +1,8 @@
 """Faults below the API: the vector index unusable at start-up or failing at run time, and the
 database refusing writes (disk full, read-only).
 
-Start-up faults run the real ``memory-service serve``: it must exit with one clear line, not a
-traceback. Run-time faults use the app in-process with a hand-written breakable index (a real
+Start-up faults run the real ``memory-service serve``: a store that cannot be opened must exit with
+one clear line, not a traceback; an index that cannot be opened must not stop start-up at all. Run-time faults use the app in-process with a hand-written breakable index (a real
 in-memory index behind a switch) and the real SQLite store, whose writer connection is made to
 fail the way SQLite does when the disk fills (``max_page_count``) or the file is read-only
 (``query_only``: root ignores file modes, so chmod cannot make a file read-only here).
@@ -15,6 +15,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+import httpx
 import pytest
 from dependency_injector import providers
 from litestar.testing import TestClient
@@ -24,7 +25,7 @@ from app.container import build_container
 from app.main import create_app
 from domain.errors import VectorIndexError
 from domain.vectors import VectorFilter, VectorPoint
-from tests.support.process import backlog_pending, fresh_health, integrity_problems, read_only
+from tests.support.process import backlog_pending, fresh_health, integrity_problems, read_only, wait_for_index
 from tests.support.server import ServiceProcess, ServiceProcessError, service_env
 
 pytestmark = pytest.mark.e2e
@@ -43,18 +44,35 @@ def _assert_one_line_start_up_failure(env) -> str:
     return lines[0]
 
 
-def test_an_unwritable_qdrant_path_stops_start_up_with_one_clear_line(tmp_path):
+def test_an_unwritable_qdrant_path_does_not_stop_start_up_and_health_names_it(tmp_path):
+    # The vector index is derived data: the service starts, writes and keyword search work.
     (tmp_path / "a-file").write_text("not a directory")
-    line = _assert_one_line_start_up_failure(
-        service_env(tmp_path / "memory.db", {"QDRANT_PATH": str(tmp_path / "a-file" / "shards")}))
-    assert "Qdrant Edge directory" in line
+    env = service_env(tmp_path / "memory.db", {"QDRANT_PATH": str(tmp_path / "a-file" / "shards")})
+    with ServiceProcess(env, log_dir=tmp_path) as server, httpx.Client(base_url=server.url) as http:
+        sid = http.post("/sessions", json={"externalId": "s"}).json()["id"]
+        assert http.post("/episodes", json={"sessionId": sid, "userMessage": "kiwi", "aiResponse": "x"}).status_code == 201
+        health = http.get("/health").json()
+        index = health["components"]["vectorIndex"]
+        assert health["status"] == "degraded" and index["status"] == "degraded"
+        assert "Qdrant Edge directory" in index["index"]["collections"]["episodes"]["reason"]
+        search = http.post("/search", json={"query": "kiwi"}).json()
+        assert search["degraded"] is True and [h["id"] for h in search["hits"]] == [1]
 
 
-def test_a_qdrant_path_locked_by_another_server_stops_start_up_with_one_clear_line(tmp_path):
-    shards = str(tmp_path / "shared.qdrant")
-    with ServiceProcess(service_env(tmp_path / "first.db", {"QDRANT_PATH": shards}), log_dir=tmp_path):
-        line = _assert_one_line_start_up_failure(service_env(tmp_path / "second.db", {"QDRANT_PATH": shards}))
-    assert "locked" in line
+def test_two_servers_sharing_a_qdrant_path_both_start_and_keep_their_own_generations(tmp_path):
+    # Physical collections carry the store's id, so a shared directory is no longer a lock conflict.
+    shared = str(tmp_path / "shared.qdrant")
+    first_env = service_env(tmp_path / "first.db", {"QDRANT_PATH": shared})
+    second_env = service_env(tmp_path / "second.db", {"QDRANT_PATH": shared})
+    with ServiceProcess(first_env, log_dir=tmp_path) as first, ServiceProcess(second_env, log_dir=tmp_path) as second:
+        for server, n in ((first, 3), (second, 5)):
+            with httpx.Client(base_url=server.url) as http:
+                sid = http.post("/sessions", json={"externalId": "s"}).json()["id"]
+                for i in range(n):
+                    http.post("/episodes", json={"sessionId": sid, "userMessage": f"kiwi {i}", "aiResponse": "x"})
+        for server, n in ((first, 3), (second, 5)):
+            body = wait_for_index(server.url)
+            assert body["components"]["vectorIndex"]["index"]["collections"]["episodes"]["points"] == n
 
 
 def test_an_unopenable_database_stops_start_up_with_one_clear_line(tmp_path):
@@ -130,7 +148,8 @@ def test_index_errors_at_run_time_keep_writes_working_and_queue_the_deletes(make
 
         index.broken = False
         fresh_health(client, lambda body: backlog_pending(body) == 0, timeout=120)
-        ids = {h.id for h in asyncio.run(index.search("episodes", [1.0] * 16, 10))}
+        manager = container.index_manager()
+        ids = {h.id for h in asyncio.run(manager.search("episodes", [1.0] * 16, 10))}
         assert ids == {kept.json()["id"], written.json()["id"]}
 
 

@@ -59,8 +59,9 @@ def seeded(tmp_path: Path, episodes: int = 120, **extra: str) -> tuple[dict[str,
     return env, active_shard(tmp_path, body)
 
 
-@pytest.mark.parametrize("change", [{"EMBEDDING_DIM": "32"}, {"EMBEDDER": "fake"}], ids=["dimension", "model"])
+@pytest.mark.parametrize("change", [{"EMBEDDER": "fake"}], ids=["model-same-dimension"])
 def test_a_changed_embedding_model_starts_at_once_and_rebuilds_in_the_background(tmp_path, change):
+    # The dimension change is test_server_process.py's restart with another EMBEDDING_DIM.
     env, _ = seeded(tmp_path)
     with ServiceProcess({**env, **change}, log_dir=tmp_path) as server:
         with httpx.Client(base_url=server.url) as http:
@@ -113,32 +114,6 @@ def test_a_shard_locked_by_a_stray_process_is_set_aside_and_rebuilt(tmp_path):
         holder.kill()
         holder.wait()
         holder.stdout.close()
-
-
-def test_two_services_sharing_one_index_directory_keep_their_own_generations(tmp_path):
-    shared = str(tmp_path / "shared.qdrant")
-    first_env = service_env(tmp_path / "first.db", {**FAST, "QDRANT_PATH": shared})
-    second_env = service_env(tmp_path / "second.db", {**FAST, "QDRANT_PATH": shared})
-    with ServiceProcess(first_env, log_dir=tmp_path) as first, ServiceProcess(second_env, log_dir=tmp_path) as second:
-        for server, n in ((first, 30), (second, 50)):
-            with httpx.Client(base_url=server.url) as http:
-                load(http, n)
-        assert_healed(first, 30)
-        assert_healed(second, 50)
-
-
-def test_an_unwritable_index_path_does_not_stop_start_up(tmp_path):
-    (tmp_path / "a-file").write_text("not a directory")
-    env = env_for(tmp_path, QDRANT_PATH=str(tmp_path / "a-file" / "shards"))
-    with ServiceProcess(env, log_dir=tmp_path) as server, httpx.Client(base_url=server.url) as http:
-        sid = http.post("/sessions", json={"externalId": "s"}).json()["id"]
-        assert http.post("/episodes", json={"sessionId": sid, "userMessage": "kiwi", "aiResponse": "x"}).status_code == 201
-        health = http.get("/health").json()
-        index = health["components"]["vectorIndex"]
-        assert health["status"] == "degraded" and index["status"] == "degraded"
-        assert "Qdrant Edge directory" in index["index"]["collections"]["episodes"]["reason"]
-        search = http.post("/search", json={"query": "kiwi"}).json()
-        assert search["degraded"] is True and [h["id"] for h in search["hits"]] == [1]
 
 
 def test_maintenance_builds_never_degrade_search(tmp_path):

@@ -9,7 +9,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.support.process import backlog_pending, fresh_health
+from tests.support.process import backlog_pending, fresh_health, wait_for_index
 from tests.support.server import ServiceProcess, run_service, service_env
 
 pytestmark = pytest.mark.e2e
@@ -183,9 +183,16 @@ def test_other_bad_settings_exit_2_naming_the_variable(tmp_path, variable, value
     assert variable in one_line(result.stderr)
 
 
-def test_a_restart_with_another_embedding_dim_refuses_to_start_naming_it(server_env, tmp_path):
-    with ServiceProcess(server_env, log_dir=tmp_path):
-        pass
-    result = run_service(["serve"], {**server_env, "EMBEDDING_DIM": "32", "LOG_LEVEL": "warning"})
-    assert result.returncode == 2, result  # a configuration error, like every other
-    assert "EMBEDDING_DIM" in one_line(result.stderr)
+def test_a_restart_with_another_embedding_dim_starts_and_rebuilds_the_index(server_env, tmp_path):
+    # Not a configuration error any more: the index manager builds a generation at the new size
+    # from SQLite in the background while the service serves (README: "When the index is lost").
+    with ServiceProcess(server_env, log_dir=tmp_path) as server, httpx.Client(base_url=server.url) as http:
+        seeded = seed(http)
+        wait_for_empty_backlog(http)
+    with ServiceProcess({**server_env, "EMBEDDING_DIM": "32"}, log_dir=tmp_path) as server:
+        body = wait_for_index(server.url)
+        episodes = body["components"]["vectorIndex"]["index"]["collections"]["episodes"]
+        assert "32-d" in episodes["model"] and episodes["points"] == episodes["rows"] > 0
+        with httpx.Client(base_url=server.url) as http:
+            assert_memory_is_there(http, seeded)
+            assert http.post("/search", json={"query": "ramen"}).json()["degraded"] is False
