@@ -329,6 +329,8 @@ class IndexManager:
             if ready:
                 yield PointBatch([r.id for r in ready], [r.payload for r in ready],
                                  b"".join(r.vector for r in ready if r.vector), self.model.dimension)
+        if state.progress is not None:
+            state.progress.phase = "indexing"  # everything is streamed; the backend builds its graph
 
     async def _catch_up(self, state: CollectionState, physical: str) -> None:
         """Replay onto ``physical`` the writes made since the build started."""

@@ -7,7 +7,7 @@ own process: it streams its stored embeddings here and opens the finished shard.
 
 The process cannot outlive the service: it asks the kernel for SIGKILL when its parent dies
 (``PR_SET_PDEATHSIG``) and exits at once if the parent is already gone. Stdin carries frames of
-``<u32 header length><u32 vector bytes><JSON {"ids": [...], "payloads": [...]}><float32 vectors>``.
+``<u32 header length><u32 vector bytes><JSON {"ids": [...], "payloads": [...]}><float16 vectors>``.
 """
 
 from __future__ import annotations
@@ -18,12 +18,11 @@ import os
 import signal
 import struct
 import sys
-from array import array
 from typing import BinaryIO
 
 import qdrant_edge as qe
 
-from domain.vectors import CREATED_AT_FIELD, SESSION_ID_FIELD
+from domain.vectors import CREATED_AT_FIELD, SESSION_ID_FIELD, decode_vector
 
 MODULE = "adapters.qdrant.edge_build"
 FRAME = struct.Struct("<II")
@@ -81,9 +80,7 @@ def build(path: str, dimension: int, m: int, ef_construct: int, stream: BinaryIO
         while (head := _read_exact(stream, FRAME.size)) is not None:
             header_size, vector_size = FRAME.unpack(head)
             header = json.loads(_read_exact(stream, header_size) or b"{}")
-            flat = array("f")
-            flat.frombytes(_read_exact(stream, vector_size) or b"")
-            values = flat.tolist()
+            values = decode_vector(_read_exact(stream, vector_size) or b"")
             batch = [qe.Point(pid, values[i * dimension:(i + 1) * dimension], payload)
                      for i, (pid, payload) in enumerate(zip(header["ids"], header["payloads"], strict=True))]
             if batch:

@@ -130,12 +130,14 @@ MIGRATIONS: list[list[str]] = [
             created_at TEXT NOT NULL,
             activated_at TEXT)""",
         "CREATE UNIQUE INDEX idx_generations_active ON index_generations(collection) WHERE state = 'active'",
+        # A rowid table on purpose: WITHOUT ROWID keeps rows this size only partly in the b-tree
+        # and spills the rest to overflow pages (measured: 4.7 KB per 384-d float32 row, not 1.6).
         """CREATE TABLE embeddings (
             collection TEXT NOT NULL,
             ref_id INTEGER NOT NULL,
             model_id INTEGER NOT NULL,
             vector BLOB NOT NULL,
-            PRIMARY KEY (collection, ref_id)) WITHOUT ROWID""",
+            PRIMARY KEY (collection, ref_id))""",
         *_forget_embedding("episodes", ["user_message", "ai_response"]),
         *_forget_embedding("entities", ["name", "type", "notes"]),
         *_forget_embedding("summaries", ["content"]),

@@ -470,9 +470,10 @@ class SqliteMemoryStore:
         def op(conn: sqlite3.Connection) -> dict[str, int]:
             page = conn.execute("PRAGMA page_size").fetchone()[0]
             found = {"database": page * conn.execute("PRAGMA page_count").fetchone()[0]}
-            # Stored embeddings (float32): what rebuilding the vector index without the embedder costs.
+            # Stored embeddings (float16): what rebuilding the vector index without the embedder costs.
             found["embeddings"] = conn.execute(
-                "SELECT coalesce(sum(pgsize), 0) FROM dbstat WHERE name = 'embeddings'").fetchone()[0]
+                "SELECT coalesce(sum(pgsize), 0) FROM dbstat WHERE name IN ('embeddings',"
+                " 'sqlite_autoindex_embeddings_1')").fetchone()[0]
             for fts, _table, _mapper in _FTS.values():
                 found[fts] = conn.execute(
                     "SELECT coalesce(sum(pgsize), 0) FROM dbstat WHERE name LIKE ?", (f"{fts}%",)

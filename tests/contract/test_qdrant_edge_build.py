@@ -77,7 +77,8 @@ async def test_a_build_runs_in_a_child_process_and_yields_an_indexed_shard(tmp_p
         [best] = await index.search("episodes-g2", data[41].vector, 1)
         assert best.id == 42 and best.score == pytest.approx(1.0, abs=1e-4)
         stored = await index.retrieve_vectors("episodes-g2", [42])
-        assert stored[42] == pytest.approx(normalized(data[41].vector), abs=1e-5)
+        # Built from float16 stored embeddings: each component within float16's rounding.
+        assert stored[42] == pytest.approx(normalized(data[41].vector), abs=1e-3)
     finally:
         await index.close()
 
