@@ -128,7 +128,14 @@ def bulk_load(workdir: Path, episodes: int) -> dict:
             while http.get("/health").json()["components"]["embeddingBacklog"]["pending"]:
                 time.sleep(0.2)
             seconds = time.perf_counter() - began
-            builds = http.get("/health").json()["components"]["vectorIndex"]["index"]["builds"]
+            # Keep sampling through the maintenance build the load made due (bounded).
+            deadline = time.monotonic() + 300
+            while time.monotonic() < deadline:
+                index = http.get("/health").json()["components"]["vectorIndex"]["index"]
+                if index["builds"] and index["status"] == "consistent":
+                    break
+                time.sleep(0.5)
+            builds = index["builds"]
         stop.set()
         sampler.join()
     return {"episodes": episodes, "samples": len(samples), "degradedByIndex": sum(samples),

@@ -108,10 +108,10 @@ def encode_vector(vector: Sequence[float]) -> bytes:
     """A vector as the store keeps it: scaled to unit length (cosine ignores length), then
     float16 little-endian.
 
-    Measured at 384-d (bench/index_bench.py): float16 rows take 821 bytes in SQLite against 2,053
-    for float32 (a 4 KiB page holds five 768-byte rows but only two 1,536-byte ones), and write in
-    about a third of the time. A unit vector's components lose at most ~5e-4 each, which moves
-    cosine scores by ~1e-4 and does not reorder real neighbours.
+    Measured at 384-d (bench/index_bench.py): float16 rows take ~840 bytes in SQLite against
+    ~2,070 for float32 (a 4 KiB page holds five 768-byte rows but only two 1,536-byte ones). A
+    unit vector's components lose at most ~5e-4 each, which moves cosine scores by ~1e-4 and does
+    not reorder real neighbours.
     """
     unit = normalized(vector)
     return struct.pack(f"<{len(unit)}e", *unit)
