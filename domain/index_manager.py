@@ -27,15 +27,16 @@ import asyncio
 import logging
 import secrets
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-from domain.errors import DomainError, VectorIndexError
+from domain.errors import VectorIndexError
 from domain.index_status import (
     CONSISTENT, DEGRADED_STATES, DIVERGED, REBUILDING, UNAVAILABLE, VERIFYING, CollectionState, Progress,
     overall,
 )
-from domain.vectors import COLLECTIONS, ModelRef, PointBatch, VectorFilter, VectorHit, VectorPoint, encode_vector
+from domain.index_source import RETRY_SECONDS, StoreSource
+from domain.vectors import COLLECTIONS, ModelRef, VectorFilter, VectorHit, VectorPoint, encode_vector
 from ports.embedder import Embedder
 from ports.index_catalog import Generation, IndexCatalog
 from ports.memory_store import MemoryStore
@@ -43,14 +44,11 @@ from ports.vector_index import VectorIndex
 
 log = logging.getLogger("nexusai.index")
 
-BUILD_BATCH = 1024
-EMBED_PAGE = 256
-RETRY_SECONDS = 5.0
 # A verification finding more than this share of points missing rebuilds rather than patches.
 REBUILD_SHARE = 0.25
 
 
-class IndexManager:
+class IndexManager(StoreSource):
     """Generations, builds, verification and repair of the vector collections.
 
     ``start()`` decides each collection's state without waiting for any build; ``run()`` is the
@@ -271,67 +269,6 @@ class IndexManager:
     async def _row_count(self, name: str) -> int:
         return (await self._store.counts()).get(name, 0)
 
-    async def _embed_missing(self, state: CollectionState) -> None:
-        """Give every record a stored embedding by the configured model: copied from the live
-        generation when it was made by the same model, embedded otherwise (resumable: what is
-        stored stays stored)."""
-        missing = await self._catalog.missing_embeddings(state.name, self._model_id)
-        if not missing:
-            return
-        state.progress = progress = Progress("embedding", missing)
-        after = 0
-        while rows := await self._catalog.embedding_rows(state.name, self._model_id, after, EMBED_PAGE):
-            after = rows[-1].id
-            need = [r.id for r in rows if r.vector is None]
-            if need:
-                vectors = await self._vectors_for(state, need, progress)
-                await self._catalog.store_embeddings(
-                    state.name, self._model_id, [(i, encode_vector(v)) for i, v in vectors.items()])
-                progress.done += len(need)
-
-    async def _vectors_for(self, state: CollectionState, ids: list[int], progress: Progress | None) -> dict[int, Any]:
-        vectors: dict[int, Any] = {}
-        if state.usable and state.active is not None and state.active.model_id == self._model_id:
-            try:
-                vectors = await self._index.retrieve_vectors(state.active.physical, ids)
-            except VectorIndexError:
-                vectors = {}
-        rest = [i for i in ids if i not in vectors]
-        items = await self._load(state.name, rest) if rest else []
-        size = max(1, self._embedder.max_batch)
-        for start in range(0, len(items), size):
-            chunk = items[start:start + size]
-            while True:
-                try:
-                    made = await self._embedder.embed([item.text for item in chunk])
-                    break
-                except DomainError as error:  # wait for the embedder; the build resumes where it was
-                    if progress is not None:
-                        progress.waiting = f"the embedder failed: {error.message}"
-                    await asyncio.sleep(RETRY_SECONDS)
-            if progress is not None:
-                progress.waiting = None
-            vectors.update({item.id: vector for item, vector in zip(chunk, made, strict=True)})
-        return vectors
-
-    async def _load(self, name: str, ids: list[int]) -> list:
-        loader = {"episodes": self._store.get_episodes, "entities": self._store.get_entities,
-                  "summaries": self._store.get_summaries}[name]
-        return await loader(ids)
-
-    async def _batches(self, state: CollectionState) -> AsyncIterator[PointBatch]:
-        after = 0
-        while rows := await self._catalog.embedding_rows(state.name, self._model_id, after, BUILD_BATCH):
-            after = rows[-1].id
-            ready = [r for r in rows if r.vector is not None]
-            if state.progress is not None:
-                state.progress.done += len(rows)
-            if ready:
-                yield PointBatch([r.id for r in ready], [r.payload for r in ready],
-                                 b"".join(r.vector for r in ready if r.vector), self.model.dimension)
-        if state.progress is not None:
-            state.progress.phase = "indexing"  # everything is streamed; the backend builds its graph
-
     async def _catch_up(self, state: CollectionState, physical: str) -> None:
         """Replay onto ``physical`` the writes made since the build started."""
         ids, filters = state.dirty or set(), state.dirty_filters
@@ -339,17 +276,6 @@ class IndexManager:
         await self._copy_from_store(state.name, physical, sorted(ids))
         for flt in filters:
             await self._index.delete_by_filter(physical, flt)
-
-    async def _copy_from_store(self, name: str, physical: str, ids: Sequence[int]) -> None:
-        rows = await self._catalog.embeddings_of(name, self._model_id, ids) if ids else []
-        ready = [r for r in rows if r.vector is not None]
-        for start in range(0, len(ready), BUILD_BATCH):
-            chunk = ready[start:start + BUILD_BATCH]
-            batch = PointBatch([r.id for r in chunk], [r.payload for r in chunk],
-                               b"".join(r.vector for r in chunk if r.vector), self.model.dimension)
-            await self._index.upsert(physical, batch.points())
-        # Gone from the store, or its text changed and its job is still queued: no stale point.
-        await self._index.delete(physical, sorted(set(ids) - {r.id for r in ready}))
 
     # ---- verification ------------------------------------------------------------------------
 
