@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import random
 import secrets
 import time
 from collections.abc import Sequence
@@ -46,6 +47,7 @@ log = logging.getLogger("nexusai.index")
 
 # A verification finding more than this share of points missing rebuilds rather than patches.
 REBUILD_SHARE = 0.25
+SAMPLE = 32  # records whose points a verification with matching counts looks up
 
 
 class IndexManager(StoreSource):
@@ -290,7 +292,7 @@ class IndexManager(StoreSource):
                 state.points = await self._index.count(physical)
                 state.rows = await self._row_count(name)
                 pending = await self._catalog.pending_ids(name)
-                if state.points == state.rows and not pending:
+                if state.points == state.rows and not pending and await self._sample_present(name, physical):
                     state.state, state.reason = CONSISTENT, None
                     return state.state
                 points = set(await self._index.point_ids(physical))
@@ -313,6 +315,13 @@ class IndexManager(StoreSource):
         state.state = DIVERGED
         await self._repair(state, sorted(missing), sorted(extra))
         return state.state
+
+    async def _sample_present(self, name: str, physical: str) -> bool:
+        """Equal counts can hide lost points replaced by stray ones: a few random records must
+        have their points too (the cheap fingerprint; a miss leads to the full id comparison)."""
+        ids = await self._catalog.row_ids(name)
+        sample = random.sample(ids, min(SAMPLE, len(ids)))
+        return len(await self._index.retrieve_vectors(physical, sample)) == len(sample)
 
     async def _repair(self, state: CollectionState, missing: list[int], extra: list[int]) -> None:
         rows = await self._catalog.embeddings_of(state.name, self._model_id, missing)

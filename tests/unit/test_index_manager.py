@@ -12,6 +12,7 @@ from adapters.memory.catalog import InMemoryIndexCatalog
 from adapters.memory.fake_embedder import FakeEmbedder
 from adapters.memory.store import InMemoryMemoryStore
 from adapters.memory.vector_index import InMemoryVectorIndex
+from adapters.qdrant.server import QdrantServerIndex
 from domain.errors import VectorIndexError
 from domain.index_manager import IndexManager
 from domain.indexing import IndexingService
@@ -24,10 +25,10 @@ DIM = 8
 class World:
     """One store, catalog and index that outlive the managers a test starts over them (a restart)."""
 
-    def __init__(self) -> None:
+    def __init__(self, index=None) -> None:
         self.store = InMemoryMemoryStore()
         self.catalog = InMemoryIndexCatalog(self.store)
-        self.index = InMemoryVectorIndex()
+        self.index = index or InMemoryVectorIndex()
         self.session = 0
 
     def manager(self, embedder: FakeEmbedder, catalog=None, index=None) -> IndexManager:
@@ -69,10 +70,15 @@ async def test_a_fresh_store_is_consistent_at_once_without_a_build() -> None:
     assert await manager.search("episodes", [1.0] * DIM, 3) == []
 
 
+# The Qdrant server adapter gets the same guarantees; qdrant-client's local mode runs its code.
+BACKENDS = [pytest.param(InMemoryVectorIndex, id="memory"), pytest.param(QdrantServerIndex.in_memory, id="server-local")]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("new", [FakeEmbedder(DIM, model="other"), FakeEmbedder(DIM * 2)],
                          ids=["model-same-dimension", "dimension"])
-async def test_a_changed_model_rebuilds_in_the_background_and_switches(new: FakeEmbedder) -> None:
-    world, old = World(), FakeEmbedder(DIM)
+async def test_a_changed_model_rebuilds_in_the_background_and_switches(new: FakeEmbedder, backend) -> None:
+    world, old = World(backend()), FakeEmbedder(DIM)
     first = world.manager(old)
     await first.start()
     await world.add(5)
@@ -96,8 +102,9 @@ async def test_a_changed_model_rebuilds_in_the_background_and_switches(new: Fake
     await second.close()
 
 
-async def test_a_lost_collection_is_rebuilt_from_stored_embeddings_without_the_embedder() -> None:
-    world, embedder = World(), FakeEmbedder(DIM)
+@pytest.mark.parametrize("backend", BACKENDS)
+async def test_a_lost_collection_is_rebuilt_from_stored_embeddings_without_the_embedder(backend) -> None:
+    world, embedder = World(backend()), FakeEmbedder(DIM)
     first = world.manager(embedder)
     await first.start()
     await world.add(20)
@@ -114,8 +121,9 @@ async def test_a_lost_collection_is_rebuilt_from_stored_embeddings_without_the_e
     await second.close()
 
 
-async def test_lost_and_stray_points_are_repaired_in_place_by_verification() -> None:
-    world, embedder = World(), FakeEmbedder(DIM)
+@pytest.mark.parametrize("backend", BACKENDS)
+async def test_lost_and_stray_points_are_repaired_in_place_by_verification(backend) -> None:
+    world, embedder = World(backend()), FakeEmbedder(DIM)
     manager = world.manager(embedder)
     await manager.start()
     ids = await world.add(200)
@@ -224,4 +232,19 @@ async def test_a_session_delete_during_a_build_is_replayed_on_the_new_generation
     state.dirty = set()  # as during a build
     await manager.delete_by_filter("episodes", VectorFilter(session_id=world.session))
     assert state.dirty_filters == [VectorFilter(session_id=world.session)]
+    await manager.close()
+
+
+async def test_equal_counts_hiding_lost_points_are_found_by_the_sample() -> None:
+    world, embedder = World(), FakeEmbedder(DIM)
+    manager = world.manager(embedder)
+    await manager.start()
+    ids = await world.add(40)
+    await world.drain(manager, embedder)
+    physical = manager.status()["collections"]["episodes"]["generation"]
+    await world.index.delete(physical, ids[:35])  # most lost ...
+    stray = [VectorPoint(50_000 + i, [1.0] * DIM, {}) for i in range(35)]
+    await world.index.upsert(physical, stray)  # ... and as many strays: the counts still agree
+    assert await manager.verify("episodes") == "consistent"
+    assert await world.index.point_ids(physical) == ids
     await manager.close()
