@@ -332,7 +332,10 @@ class QdrantEdgeIndex:
         self._shards[name] = shard
         self._written[name] = 0
         info = shard.info()
-        self._indexed[name] = info.indexed_vectors_count
+        # The build schedule counts writes since the last build or open. (Not the engine's
+        # indexed_vectors_count: segments below its indexing threshold never count as indexed,
+        # so a small built shard would look due for a build forever.)
+        self._indexed[name] = info.points_count
         # Points written before a crash may still sit in plain segments of a small shard.
         if info.points_count <= self._inline_points and info.points_count - info.indexed_vectors_count >= self._optimize_every:
             self._queue_optimize(name)
@@ -408,10 +411,7 @@ class QdrantEdgeIndex:
         return self._written.get(collection, 0) >= due
 
     def _rebuild_advised(self, collection: str) -> bool:
-        info = self._shard(collection).info()
-        waiting = info.points_count - info.indexed_vectors_count
-        due = max(self._optimize_every, self._optimize_growth * info.indexed_vectors_count)
-        return info.points_count > self._inline_points and waiting >= due
+        return self._shard(collection).info().points_count > self._inline_points and self._due(collection)
 
     def _queue_optimize(self, collection: str) -> None:
         # Submitted from the worker thread itself: it runs after the current call returns,
@@ -434,7 +434,7 @@ class QdrantEdgeIndex:
         shard = self._shard(collection)
         shard.optimize()
         self._written[collection] = 0
-        self._indexed[collection] = shard.info().indexed_vectors_count
+        self._indexed[collection] = shard.info().points_count
 
     def _drop(self, name: str, keep: bool) -> None:
         shard = self._shards.pop(name, None)

@@ -81,6 +81,16 @@ async def test_a_build_runs_in_a_child_process_and_yields_an_indexed_shard(tmp_p
         assert stored[42] == pytest.approx(normalized(data[41].vector), abs=1e-3)
     finally:
         await index.close()
+    # Reopened (a restart), a built shard is not due another build until enough new writes come:
+    # the engine never counts segments below its indexing threshold as indexed.
+    reopened = QdrantEdgeIndex(tmp_path / "vectors", optimize_every=100, inline_optimize_points=10)
+    try:
+        await reopened.ensure_collection("episodes-g2", DIM)
+        assert await reopened.rebuild_advised("episodes-g2") is False
+        await reopened.upsert("episodes-g2", points(200, seed=3))
+        assert await reopened.rebuild_advised("episodes-g2") is True
+    finally:
+        await reopened.close()
 
 
 async def test_the_live_collection_serves_and_takes_writes_while_its_successor_is_built(tmp_path):

@@ -1,0 +1,40 @@
+"""``memory-service reindex``, ``stats`` and ``doctor`` beside a running service and without one."""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+
+from tests.e2e.test_index_healing import FAST, load
+from tests.support.process import wait_for_index
+from tests.support.server import ServiceProcess, run_service, service_env
+
+
+def test_reindex_stats_and_doctor_work_while_the_service_runs_and_without_it(tmp_path):
+    env = service_env(tmp_path / "memory.db", FAST)
+    with ServiceProcess(env, log_dir=tmp_path) as server:
+        with httpx.Client(base_url=server.url) as http:
+            load(http, 60)
+        before = wait_for_index(server.url)["components"]["vectorIndex"]["index"]["collections"]["episodes"]
+        beside = {**env, "PORT": str(server.port)}  # the CLI finds the service where the config says
+
+        stats = run_service(["stats"], beside)
+        assert stats.returncode == 0, stats.stderr
+        assert json.loads(stats.stdout)["vectors"]["episodes"] == 60  # not "locked"
+
+        online = run_service(["reindex", "--collection", "episodes"], beside, timeout=120)
+        assert online.returncode == 0, online.stdout + online.stderr
+        assert "asked the running service" in online.stdout and "episodes=60" in online.stdout
+        after = wait_for_index(server.url)["components"]["vectorIndex"]["index"]["collections"]["episodes"]
+        assert after["generation"] != before["generation"] and after["points"] == 60
+
+        doctor = run_service(["doctor"], beside)
+        assert "episodes: consistent (points 60, rows 60)" in doctor.stdout, doctor.stdout
+
+    offline = run_service(["reindex"], env, timeout=120)
+    assert offline.returncode == 0, offline.stdout + offline.stderr
+    assert "episodes=60" in offline.stdout and "asked the running service" not in offline.stdout
+    stats = json.loads(run_service(["stats"], env).stdout)
+    assert stats["vectors"]["episodes"] == 60 and stats["index"]["status"].startswith("offline")
+    assert stats["bytes"]["embeddings"] > 0
