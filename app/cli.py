@@ -224,9 +224,6 @@ def mcp(
     except ConfigError as exc:
         typer.echo(f"configuration error: {exc}", err=True)
         raise typer.Exit(2) from None
-    except DimensionMismatch as exc:
-        typer.echo(f"configuration error: EMBEDDING_DIM: {exc.message}", err=True)
-        raise typer.Exit(2) from None
     except Exception as exc:  # e.g. the store is held by a running `serve`: one clear line, not a traceback
         typer.echo(f"mcp failed: {exc}", err=True)
         raise typer.Exit(1) from None

@@ -63,8 +63,8 @@ async def prepared(settings: Settings, conversations: Sequence[Conversation]) ->
         )
         container = build_container(isolated)
         try:
+            await container.index_manager().start()  # a fresh store: empty generations, no build
             indexing = container.indexing()
-            await indexing.ensure_collections()
             service = EvaluationService(container.sessions(), container.episodes(), indexing, container.search())
             started = time.monotonic()
             loaded = [await service.load(c, batch=isolated.worker_batch) for c in conversations]
@@ -95,7 +95,7 @@ async def evaluate(settings: Settings, paths: Sequence[Path], rankers: Sequence[
 
 
 async def _close(container) -> None:
-    for provider in (container.vector_index, container.store):
+    for provider in (container.index_manager, container.vector_index, container.store):
         resource = provider()
         close = getattr(resource, "close", None)
         if close is not None:

@@ -23,8 +23,9 @@ from domain.vectors import COLLECTIONS
 async def running_index_status(settings: Settings, store_id: str) -> dict[str, Any] | None:
     """The index status of a service serving this store, or None when none answers."""
     host = "127.0.0.1" if settings.host in ("0.0.0.0", "::", "") else settings.host
+    headers = {"Authorization": f"Bearer {settings.memory_api_key}"} if settings.memory_api_key else {}
     try:
-        async with httpx.AsyncClient(timeout=2.0) as client:
+        async with httpx.AsyncClient(timeout=2.0, headers=headers) as client:
             body = (await client.get(f"http://{host}:{settings.port}/health")).json()
         status = body["components"]["vectorIndex"]["index"]
     except (httpx.HTTPError, ValueError, KeyError, TypeError):

@@ -250,7 +250,9 @@ async def run(settings: Settings, transport: Transport, host: str, port: int) ->
     container = build_container(settings)
     check_configuration(container)
     container.store()
-    await container.indexing().ensure_collections()
+    manager = container.index_manager()
+    await manager.start()  # never waits for a build, as in `serve`
+    manager.run()
     worker = EmbeddingWorker(container.indexing(), batch=settings.worker_batch)
     if settings.worker_enabled:
         worker.start()

@@ -19,7 +19,7 @@ from tests.support.server import ServiceProcess, service_env
 
 ROOT = Path(__file__).resolve().parents[2]
 # Small thresholds so that builds happen on small data.
-FAST = {"INDEX_CHECK_SECONDS": "0.2", "INDEX_VERIFY_SECONDS": "1", "INDEX_OPTIMIZE_EVERY": "40",
+FAST = {"HEALTH_INTERVAL": "0.2", "INDEX_CHECK_SECONDS": "0.2", "INDEX_VERIFY_SECONDS": "1", "INDEX_OPTIMIZE_EVERY": "40",
         "INDEX_INLINE_BUILD_POINTS": "40", "LOG_LEVEL": "info"}
 
 
