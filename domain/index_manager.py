@@ -343,8 +343,14 @@ class IndexManager(StoreSource):
     # ---- status ------------------------------------------------------------------------------
 
     async def refresh(self) -> None:
-        """Read current point and row counts into the status (cheap: one count per collection)."""
+        """Read current point and row counts into the status (cheap: one count per collection).
+
+        A difference the outbox cannot explain (more than its queued jobs) marks the collection
+        diverged and brings its verification forward: a shard emptied under a running service
+        is repaired within a health interval, not at the next periodic verification."""
         rows = await self._store.counts()
+        backlog = await self._store.backlog()
+        queued = backlog.pending + getattr(backlog, "dead", 0)
         for state in self._states.values():
             state.rows = rows.get(state.name, 0)
             if state.usable and state.active is not None:
@@ -352,6 +358,13 @@ class IndexManager(StoreSource):
                     state.points = await self._index.count(state.active.physical)
                 except VectorIndexError:
                     state.points = None
+                if state.points is not None and state.building is None and state.state == CONSISTENT \
+                        and abs(state.rows - state.points) > queued:
+                    state.state = DIVERGED
+                    state.reason = (f"{state.points} points against {state.rows} records with {queued} jobs "
+                                    "queued; verifying and repairing")
+                    self._next_verify = 0.0
+                    self._wake.set()
 
     def status(self) -> dict[str, Any]:
         """The index status for /health and /metrics (cheap: no I/O beyond one statvfs)."""

@@ -4,6 +4,7 @@ a build, or copied onto a collection (catch-up after a build, repair after a ver
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
@@ -14,6 +15,8 @@ from ports.embedder import Embedder
 from ports.index_catalog import IndexCatalog
 from ports.memory_store import MemoryStore
 from ports.vector_index import VectorIndex
+
+log = logging.getLogger("nexusai.index")
 
 BUILD_BATCH = 1024
 EMBED_PAGE = 256
@@ -59,19 +62,36 @@ class StoreSource:
         items = await self._load(state.name, rest) if rest else []
         size = max(1, self._embedder.max_batch)
         for start in range(0, len(items), size):
-            chunk = items[start:start + size]
-            while True:
-                try:
-                    made = await self._embedder.embed([item.text for item in chunk])
-                    break
-                except DomainError as error:  # wait for the embedder; the build resumes where it was
-                    if progress is not None:
-                        progress.waiting = f"the embedder failed: {error.message}"
-                    await asyncio.sleep(RETRY_SECONDS)
-            if progress is not None:
-                progress.waiting = None
-            vectors.update({item.id: vector for item, vector in zip(chunk, made, strict=True)})
+            vectors.update(await self._embed_chunk(items[start:start + size], progress))
         return vectors
+
+    async def _embed_chunk(self, chunk: list, progress: Progress | None) -> dict[int, Any]:
+        """Embed ``chunk``, waiting while the embedder is down (the build resumes where it was).
+        When the embedder answers its probe but refuses the chunk, records go one at a time and
+        those it refuses alone are left out (a poison record must not hold a build forever;
+        the outbox dead-letters it, and verification does not count it)."""
+        while True:
+            try:
+                made = await self._embedder.embed([item.text for item in chunk])
+                if progress is not None:
+                    progress.waiting = None
+                return {item.id: vector for item, vector in zip(chunk, made, strict=True)}
+            except DomainError as error:
+                if progress is not None:
+                    progress.waiting = f"the embedder failed: {error.message}"
+                if (await self._embedder.probe()).reachable:
+                    return await self._one_by_one(chunk)
+                await asyncio.sleep(RETRY_SECONDS)
+
+    async def _one_by_one(self, chunk: list) -> dict[int, Any]:
+        found: dict[int, Any] = {}
+        for item in chunk:
+            try:
+                found[item.id] = (await self._embedder.embed([item.text]))[0]
+            except DomainError as error:
+                log.warning("%s %d left out of the index build: the embedder refuses it (%s)",
+                            type(item).__name__.lower(), item.id, error.message)
+        return found
 
     async def _load(self, name: str, ids: list[int]) -> list:
         loader = {"episodes": self._store.get_episodes, "entities": self._store.get_entities,

@@ -143,7 +143,7 @@ def test_the_docs_ui_is_served(client):
     assert client.get("/schema/swagger").status_code == 200
 
 
-def test_an_emptied_vector_index_is_reported_not_called_ok(make_settings):
+def test_an_emptied_vector_index_is_reported_and_then_repaired(make_settings):
     settings = make_settings()
     container = build_container(settings)
     with TestClient(create_app(settings, container)) as client:
@@ -151,7 +151,11 @@ def test_an_emptied_vector_index_is_reported_not_called_ok(make_settings):
         for i in range(3):
             client.post("/episodes", json={"sessionId": sid, "userMessage": f"m{i}", "aiResponse": "r"})
         fresh_health(client, lambda b: b["status"] == "ok" and b["components"]["embeddingBacklog"]["pending"] == 0)
-        index = container.vector_index()
-        asyncio.run(index.delete("episodes", list(range(1, 10))))  # the points vanish, no job is queued
+        index, manager = container.vector_index(), container.index_manager()
+        physical = manager.status()["collections"]["episodes"]["generation"]
+        asyncio.run(index.delete(physical, list(range(1, 10))))  # the points vanish, no job is queued
         body = fresh_health(client, lambda b: b["components"]["vectorIndex"]["status"] != "ok")
-    assert body["status"] == "degraded" and "reindex" in body["components"]["vectorIndex"]["error"]
+        assert body["status"] == "degraded" and "episodes: diverged" in body["components"]["vectorIndex"]["error"]
+        # ... and it is not left at that: verification runs at once and repairs from SQLite.
+        healed = fresh_health(client, lambda b: b["components"]["vectorIndex"]["status"] == "ok")
+    assert healed["components"]["vectorIndex"]["points"]["episodes"] == 3

@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.support.process import index_settled, wait_for_health, wait_for_index
+from tests.support.process import index_settled, read_only, wait_for_health, wait_for_index
 from tests.support.server import ServiceProcess, service_env
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -44,10 +44,6 @@ def assert_healed(server: ServiceProcess, rows: int) -> dict:
     return body
 
 
-def active_shard(tmp_path: Path, body: dict) -> Path:
-    return tmp_path / "memory.db.qdrant" / body["components"]["vectorIndex"]["index"]["collections"]["episodes"]["generation"]
-
-
 def seeded(tmp_path: Path, episodes: int = 120, **extra: str) -> tuple[dict[str, str], Path]:
     """A stopped server's files holding ``episodes`` embedded episodes; returns its env and the
     active episodes shard."""
@@ -55,8 +51,12 @@ def seeded(tmp_path: Path, episodes: int = 120, **extra: str) -> tuple[dict[str,
     with ServiceProcess(env, log_dir=tmp_path) as server:
         with httpx.Client(base_url=server.url) as http:
             load(http, episodes)
-        body = assert_healed(server, episodes)
-    return env, active_shard(tmp_path, body)
+        assert_healed(server, episodes)
+    # From the manifest once stopped: a maintenance build may have switched generations since.
+    with read_only(tmp_path / "memory.db") as conn:
+        [physical] = conn.execute("SELECT physical FROM index_generations"
+                                  " WHERE collection = 'episodes' AND state = 'active'").fetchone()
+    return env, tmp_path / "memory.db.qdrant" / physical
 
 
 @pytest.mark.parametrize("change", [{"EMBEDDER": "fake"}], ids=["model-same-dimension"])

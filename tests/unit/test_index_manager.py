@@ -248,3 +248,20 @@ async def test_equal_counts_hiding_lost_points_are_found_by_the_sample() -> None
     assert await manager.verify("episodes") == "consistent"
     assert await world.index.point_ids(physical) == ids
     await manager.close()
+
+
+async def test_a_record_the_new_model_refuses_does_not_hold_up_its_rebuild() -> None:
+    world = World()
+    first = world.manager(FakeEmbedder(DIM))
+    await first.start()
+    await world.add(6)
+    await world.drain(first, FakeEmbedder(DIM))
+    await first.close()
+    await world.add(1, text="poison")  # its job stays queued: the new model refuses it
+    new = FakeEmbedder(DIM, model="other")
+    new.refuse("poison")
+    second = world.manager(new)
+    await second.start()
+    status = await settle(second)
+    assert status["collections"]["episodes"]["points"] == 6  # every record but the refused one
+    await second.close()
