@@ -45,7 +45,7 @@ async def run_doctor(settings: Settings) -> int:
     problems: list[str] = []
     print(f"store: {settings.store} {settings.sqlite_path}")
     print(f"vector index: {settings.vector_index} {settings.qdrant_url or settings.resolved_qdrant_path or '(memory)'}")
-    print(f"embedder: {settings.embedder} model={settings.embedding_model} dim={settings.embedding_dim}")
+    print(f"embedder: {settings.embedder} model={settings.model_name} dim={settings.embedding_dim or 'the model\'s own'}")
     try:
         container = build_container(settings)
         from app.main import check_configuration

@@ -1,0 +1,75 @@
+"""What start-up found, in one log line per component, and a warning when the service is degraded.
+
+The store and vector index lines are written before the first request is served; the embedder
+line follows from a background task, because an in-process model may take seconds to load and a
+remote embedder may take its whole timeout to answer, and neither may delay serving.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from domain.errors import DomainError
+from domain.vectors import COLLECTIONS
+
+log = logging.getLogger("nexusai.startup")
+
+POLL_SECONDS = 0.1  # how often a loading model is asked whether it is ready
+
+
+async def report_store_and_index(container) -> None:
+    """Log the store and vector index lines (never raises: a report must not stop start-up)."""
+    settings = container.settings()
+    store = container.store()
+    where = settings.sqlite_path if settings.store == "sqlite" else "(in memory)"
+    error = await store.health()
+    rows: dict[str, int] = {}
+    if error is None:
+        rows = await store.counts()
+        backlog = await store.backlog()
+        log.info("store: %s %s ok: %d sessions, %d episodes, %d entities, %d summaries; embedding backlog %d",
+                 settings.store, where, rows.get("sessions", 0), rows.get("episodes", 0),
+                 rows.get("entities", 0), rows.get("summaries", 0), backlog.pending)
+    else:
+        log.error("store: %s %s is down: %s", settings.store, where, error)
+    index = container.vector_index()
+    index_where = settings.qdrant_url or settings.resolved_qdrant_path or "(in memory)"
+    if (index_error := await index.health()) is not None:
+        log.warning("vector index: %s %s is down: %s; search is keyword-only (degraded) until it answers",
+                    settings.vector_index, index_where, index_error)
+        return
+    points: dict[str, int | str] = {}
+    for name in COLLECTIONS:
+        try:
+            points[name] = await index.count(name)
+        except DomainError as exc:
+            points[name] = f"unavailable ({exc.message})"
+    behind = [f"{name} {rows[name] - count} behind" for name, count in points.items()
+              if isinstance(count, int) and name in rows and rows[name] > count]
+    log.info("vector index: %s %s ok: %s points%s", settings.vector_index, index_where,
+             ", ".join(f"{name}={count}" for name, count in points.items()),
+             f" ({', '.join(behind)} the store: the embedding backlog fills them)" if behind else
+             " (consistent with the store)")
+
+
+async def report_embedder(container) -> None:
+    """Wait (off the request path) until the embedder is ready or known down, and log it."""
+    settings = container.settings()
+    embedder = container.embedder()
+    where = {"embedding-service": settings.embedding_service_url, "ollama": settings.ollama_url,
+             "openai": settings.openai_url}.get(settings.embedder, "in process")
+    status = await embedder.probe()
+    if status.starting:
+        log.info("embedder: %s (%s) model %s, %d-d: loading; search is keyword-only until it is ready",
+                 settings.embedder, where, status.model, status.dimension)
+    while status.starting:
+        await asyncio.sleep(POLL_SECONDS)
+        status = await embedder.probe()
+    if status.reachable:
+        log.info("embedder: %s (%s) reachable: model %s, %d-d", settings.embedder, where, status.model,
+                 status.dimension)
+    else:
+        log.warning("embedder: %s (%s) model %s is unreachable: %s. Search is keyword-only (degraded) and new "
+                    "memories wait in the embedding backlog until it answers", settings.embedder, where,
+                    status.model, status.error)
