@@ -76,7 +76,8 @@ def serve(
     # uvicorn re-raises a SIGTERM once its graceful shutdown is done; with the default handler the
     # process would then die "killed by SIGTERM". Handled here, a drained shutdown exits 0.
     signal.signal(signal.SIGTERM, _exit_cleanly)
-    uvicorn.run(app, host=settings.host, port=settings.port, log_level=settings.log_level,
+    # log_config=None: uvicorn's loggers go through app.logs (JSON when asked), not its own handlers.
+    uvicorn.run(app, host=settings.host, port=settings.port, log_level=settings.log_level, log_config=None,
                 loop="uvloop", http="httptools", access_log=False, timeout_graceful_shutdown=10)
 
 
