@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 SQLITE_PATH ?= ./data/memory.db
 PORT ?= 3002
 
-.PHONY: run test install install-dev lint bench clean
+.PHONY: run cli test install install-dev lint bench clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -38,6 +38,11 @@ install-dev: $(VENV)/.installed-dev
 run: install
 	mkdir -p $(dir $(SQLITE_PATH))
 	SQLITE_PATH=$(SQLITE_PATH) PORT=$(PORT) $(BIN)/memory-service serve
+
+# The CLI on make run's store: `make cli ARGS="stats"`, `make cli ARGS="backup ./backups/today.db"`.
+# SQLITE_PATH is not forced here: the CLI reads it from the environment or .env, else ./data/memory.db.
+cli: install
+	$(BIN)/memory-service $(ARGS)
 
 lint: install-dev
 	$(BIN)/lint-imports

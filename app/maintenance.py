@@ -7,11 +7,13 @@ from typing import Any
 from app.config import Settings
 from app.container import build_container
 from app.main import close_container
+from app.startup import settled_probe
 from domain.errors import DomainError
 from domain.vectors import COLLECTIONS
 
 
 async def run_reindex(settings: Settings, collection: str | None) -> int:
+    from rich.console import Console
     from rich.progress import Progress
 
     names = [collection] if collection else list(COLLECTIONS)
@@ -24,7 +26,7 @@ async def run_reindex(settings: Settings, collection: str | None) -> int:
         await indexing.ensure_collections()
         store = container.store()
         queued = sum([await store.enqueue_reindex(n) for n in names])
-        with Progress() as progress:
+        with Progress(console=Console(stderr=True)) as progress:  # stdout keeps the result line
             task = progress.add_task("re-embedding", total=queued)
             while True:
                 result = await indexing.run_once(settings.worker_batch)
@@ -45,7 +47,7 @@ async def run_doctor(settings: Settings) -> int:
     problems: list[str] = []
     print(f"store: {settings.store} {settings.sqlite_path}")
     print(f"vector index: {settings.vector_index} {settings.qdrant_url or settings.resolved_qdrant_path or '(memory)'}")
-    print(f"embedder: {settings.embedder} model={settings.model_name} dim={settings.embedding_dim or 'the model\'s own'}")
+    print(f"embedder: {settings.embedder} model={settings.model_name} dim={settings.embedding_dim or 'model default'}")
     try:
         container = build_container(settings)
         from app.main import check_configuration
@@ -63,7 +65,7 @@ async def run_doctor(settings: Settings) -> int:
             problems.append(f"vector index: {exc.message}")
         if (error := await container.vector_index().health()) is not None:
             problems.append(f"vector index: {error}")
-        probe = await container.embedder().probe()
+        probe = await settled_probe(container.embedder())  # waits for an in-process model to load
         if not probe.reachable:
             problems.append(f"embedder: {probe.error}")
         backlog = await container.store().backlog()

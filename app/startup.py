@@ -12,6 +12,7 @@ import logging
 
 from domain.errors import DomainError
 from domain.vectors import COLLECTIONS
+from ports.embedder import EmbedderStatus
 
 log = logging.getLogger("nexusai.startup")
 
@@ -53,6 +54,15 @@ async def report_store_and_index(container) -> None:
              " (consistent with the store)")
 
 
+async def settled_probe(embedder) -> EmbedderStatus:
+    """The embedder's probe once it is no longer starting (a loading model has loaded or failed)."""
+    status = await embedder.probe()
+    while status.starting:
+        await asyncio.sleep(POLL_SECONDS)
+        status = await embedder.probe()
+    return status
+
+
 async def report_embedder(container) -> None:
     """Wait (off the request path) until the embedder is ready or known down, and log it."""
     settings = container.settings()
@@ -63,9 +73,7 @@ async def report_embedder(container) -> None:
     if status.starting:
         log.info("embedder: %s (%s) model %s, %d-d: loading; search is keyword-only until it is ready",
                  settings.embedder, where, status.model, status.dimension)
-    while status.starting:
-        await asyncio.sleep(POLL_SECONDS)
-        status = await embedder.probe()
+        status = await settled_probe(embedder)
     if status.reachable:
         log.info("embedder: %s (%s) reachable: model %s, %d-d", settings.embedder, where, status.model,
                  status.dimension)
