@@ -71,7 +71,7 @@ async def report_embedder(container) -> None:
              "openai": settings.openai_url}.get(settings.embedder, "in process")
     status = await embedder.probe()
     if status.starting:
-        log.info("embedder: %s (%s) model %s, %d-d: loading; search is keyword-only until it is ready",
+        log.info("embedder: %s (%s) model %s, %d-d: loading (searches and embeddings wait for it)",
                  settings.embedder, where, status.model, status.dimension)
         status = await settled_probe(embedder)
     if status.reachable:
