@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import math
-import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -30,6 +29,7 @@ from adapters.memory.fake_embedder import FakeEmbedder
 from domain.errors import EmbeddingError
 from ports.embedder import Embedder
 from tests.support.embedding_servers import FAILURE_MODES, EmbeddingTestServer
+from tests.support.loading_embedder import GatedLocalEmbedder
 
 DIMENSION = 8
 MINILM_DIMENSION = 384
@@ -447,20 +447,8 @@ async def test_an_in_process_model_ranks_a_paraphrase_above_an_unrelated_text(in
     assert _cosine(query, paraphrase) > _cosine(query, unrelated) + 0.2
 
 
-class _GatedLocalEmbedder(LocalEmbedder):
-    """The default embedder whose model load waits until the test opens the gate."""
-
-    def __init__(self) -> None:
-        super().__init__("all-MiniLM-L6-v2")
-        self.gate = threading.Event()
-
-    def _load(self, path: str):
-        self.gate.wait(60)
-        return super()._load(path)
-
-
 async def test_while_the_model_loads_the_probe_answers_starting_at_once_and_embed_waits() -> None:
-    embedder = _GatedLocalEmbedder()
+    embedder = GatedLocalEmbedder()
     embedder.start()
 
     status = await embedder.probe()
