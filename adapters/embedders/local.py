@@ -173,7 +173,12 @@ class _InProcessEmbedder(EmbedderFacts):
         return await probe_by_embedding(self)
 
     async def aclose(self) -> None:
-        self._loaded = None
+        """Drop the model; a later ``embed`` or ``start`` loads it again."""
+        if self._thread is not None:
+            await asyncio.to_thread(self._done.wait)  # never drop a load half-way
+        with self._start_lock:
+            self._loaded, self._load_error, self._thread = None, None, None
+            self._done.clear()
 
     def _load(self, path: str) -> Any:
         raise NotImplementedError
