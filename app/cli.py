@@ -159,7 +159,7 @@ def eval_(
     from app.evaluation import as_json, evaluate, render
     from domain.errors import DomainError
 
-    settings = _settings()
+    settings = _store_settings(must_exist=False)  # only the embedder settings count: the store is a throwaway
     configure_logging(settings)
     try:
         ks = tuple(int(v) for v in k.split(","))
@@ -237,7 +237,7 @@ def dead_letters_list(limit: Annotated[int, typer.Option(min=1, help="at most th
     """Print each dead-lettered job as one JSON line (id, record, attempts, last error)."""
     from app.dead_letters import list_dead_letters, render
 
-    jobs = asyncio.run(list_dead_letters(_settings(), limit))
+    jobs = asyncio.run(list_dead_letters(_store_settings(), limit))
     typer.echo(render(jobs) if jobs else "no dead letters")
 
 
@@ -252,7 +252,7 @@ def dead_letters_retry(
     if not ids and not all_:
         typer.echo("name job ids or pass --all", err=True)
         raise typer.Exit(2)
-    revived = asyncio.run(retry_dead_letters(_settings(), None if all_ else list(ids or [])))
+    revived = asyncio.run(retry_dead_letters(_store_settings(), None if all_ else list(ids or [])))
     typer.echo(f"requeued {revived} dead letters")
 
 
