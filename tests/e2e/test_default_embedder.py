@@ -47,13 +47,14 @@ def test_a_fresh_default_server_finds_a_new_pet_cat_by_meaning(default_server):
         for user, ai in [(PIXEL, "Congratulations! Pixel is a lovely name."), *OTHERS]:
             assert client.post("/episodes", json={"sessionId": session, "userMessage": user,
                                                   "aiResponse": ai}).status_code == 201
-        health = wait_for_backlog(default_server.url, pending=0)
+        wait_for_backlog(default_server.url, pending=0)
+        health = wait_for_health(default_server.url, lambda body: body["status"] == "ok")
         answer = client.post("/search", json={"query": "my new pet cat", "sessionId": session, "limit": 3}).json()
 
     assert health["status"] == "ok"
-    assert health["components"]["embedder"] | {"error": None} == {
-        "status": "ok", "reachable": True, "model": "all-MiniLM-L6-v2", "dimension": 384, "error": None,
-        "kind": "local"}
+    embedder = health["components"]["embedder"]
+    assert {k: embedder[k] for k in ("status", "reachable", "model", "dimension", "kind")} == {
+        "status": "ok", "reachable": True, "model": "all-MiniLM-L6-v2", "dimension": 384, "kind": "local"}
     assert answer["degraded"] is False
     best = answer["hits"][0]
     assert best["episode"]["userMessage"] == PIXEL
