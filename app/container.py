@@ -60,10 +60,16 @@ def _server_index(url: str, api_key: str | None):
     return QdrantServerIndex.from_url(url, api_key=api_key)
 
 
-def _local_embedder(model: str, dimension: int):
-    from adapters.embedders.local import LocalEmbedder  # sentence-transformers is an optional extra
+def _local_embedder(model: str, dimension: int | None):
+    from adapters.embedders.local import LocalEmbedder  # numpy is imported only when chosen
 
     return LocalEmbedder(model, dimension)
+
+
+def _sentence_transformers_embedder(model: str, dimension: int | None):
+    from adapters.embedders.local import SentenceTransformersEmbedder  # torch: the optional extra
+
+    return SentenceTransformersEmbedder(model, dimension)
 
 
 def _ranker_config(s: Settings) -> RankerConfig:
@@ -91,8 +97,10 @@ class Container(containers.DeclarativeContainer):
 
     http_client = providers.Singleton(make_http_client, providers.Callable(_setting("embedding_timeout"), settings))
 
-    _dim = providers.Callable(_setting("embedding_dim"), settings)
-    _model = providers.Callable(_setting("embedding_model"), settings)
+    # HTTP and hashing embedders are told their size; in-process models know their own.
+    _dim = providers.Callable(_setting("served_dimension"), settings)
+    _own_dim = providers.Callable(_setting("embedding_dim"), settings)
+    _model = providers.Callable(_setting("model_name"), settings)
     embedder = providers.Selector(
         providers.Callable(_setting("embedder"), settings),
         **{
@@ -107,7 +115,8 @@ class Container(containers.DeclarativeContainer):
                 OpenAIEmbedder, providers.Callable(_setting("openai_url"), settings), _model, _dim, http_client,
                 api_key=providers.Callable(_setting("openai_api_key"), settings),
             ),
-            "local": providers.Singleton(_local_embedder, _model, _dim),
+            "local": providers.Singleton(_local_embedder, _model, _own_dim),
+            "sentence-transformers": providers.Singleton(_sentence_transformers_embedder, _model, _own_dim),
             "hash": providers.Singleton(HashEmbedder, _dim),
             "fake": providers.Singleton(FakeEmbedder, _dim),
         },

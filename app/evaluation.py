@@ -105,9 +105,10 @@ async def _close(container) -> None:
 
 
 def _embedder_label(s: Settings) -> str:
-    if s.embedder in ("local", "ollama", "openai"):
-        return f"{s.embedder} ({s.embedding_model}, {s.embedding_dim}-d)"
-    return f"{s.embedder} ({s.embedding_dim}-d)"
+    size = f"{s.embedding_dim}-d" if s.embedding_dim else "its own size"  # unset: the model's own
+    if s.embedder in ("local", "sentence-transformers", "ollama", "openai"):
+        return f"{s.embedder} ({s.model_name}, {size})"
+    return f"{s.embedder} ({size})"
 
 
 def spread_k(ks: Sequence[int]) -> int:

@@ -40,7 +40,8 @@ from domain.redaction import redact
 
 log = logging.getLogger("nexusai.health")
 
-OK, DEGRADED, DOWN, UNKNOWN = "ok", "degraded", "down", "unknown"
+OK, DEGRADED, DOWN, UNKNOWN, STARTING = "ok", "degraded", "down", "unknown", "starting"
+STARTING_RECHECK = 0.2  # seconds: a component that is starting (a model loading) is re-checked this soon
 STALE_BACKLOG_SECONDS = 300.0  # an unembedded record older than this means embedding is stuck
 
 
@@ -113,7 +114,8 @@ class HealthMonitor:
     async def _loop(self, name: str) -> None:
         while not self._stopping:
             await self._shared_check(name)
-            await asyncio.sleep(self.interval)
+            starting = self._components[name].reading.status == STARTING
+            await asyncio.sleep(min(self.interval, STARTING_RECHECK) if starting else self.interval)
 
     async def _check(self, name: str) -> None:
         component = self._components[name]
@@ -133,14 +135,17 @@ class HealthMonitor:
     # -- what the routes read ------------------------------------------------------------------
     def status(self) -> str:
         """``down`` when a critical component is down, ``starting`` before every check has run once,
-        ``degraded`` when any component is not ok (a non-critical one down included), else ``ok``."""
+        ``degraded`` when any component is impaired (a non-critical one down included), ``starting``
+        while a component still gets ready (the embedding model loading), else ``ok``."""
         components = self._components.values()
         if any(c.critical and c.reading.status == DOWN for c in components):
             return DOWN
         if any(c.checked_at is None for c in components):
-            return "starting"
-        if any(c.reading.status != OK for c in components):
+            return STARTING
+        if any(c.reading.status not in (OK, STARTING) for c in components):
             return DEGRADED
+        if any(c.reading.status == STARTING for c in components):
+            return STARTING
         return OK
 
     def ready(self) -> bool:
@@ -193,8 +198,8 @@ def standard_monitor(container, settings: Settings, dead_lettered: Callable[[], 
         return Reading(DEGRADED if problem else OK, details, problem)
 
     async def embedder() -> Reading:
-        probe = await container.embedder().probe()
-        return Reading(OK if probe.reachable else DOWN,
+        probe = await container.embedder().probe()  # answers at once while a model loads
+        return Reading(OK if probe.reachable else STARTING if probe.starting else DOWN,
                        {"kind": settings.embedder, "reachable": probe.reachable, "model": probe.model,
                         "dimension": probe.dimension}, probe.error)
 

@@ -6,6 +6,7 @@ import json
 import logging
 import sys
 from collections.abc import Sequence
+from datetime import UTC, datetime
 
 from domain.redaction import redact
 
@@ -23,9 +24,24 @@ class ScrubbingFormatter(logging.Formatter):
         return redact(self._inner.format(record), self._secrets) or ""
 
 
+# Libraries that log every call at INFO (httpx: each embedder request); quiet unless LOG_LEVEL=debug.
+CHATTY_LIBRARIES = ("httpx", "httpcore", "urllib3", "filelock", "huggingface_hub", "sentence_transformers",
+                    "qdrant_client", "multipart")
+
+
+def utc_timestamp(record: logging.LogRecord) -> str:
+    """ISO-8601 UTC with milliseconds, e.g. ``2025-01-01T12:00:00.123Z``."""
+    return datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+class TextFormatter(logging.Formatter):
+    def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:  # noqa: N802 (logging's name)
+        return utc_timestamp(record)
+
+
 class JsonFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
-        entry = {"time": self.formatTime(record, "%Y-%m-%dT%H:%M:%S"), "level": record.levelname.lower(),
+        entry = {"time": utc_timestamp(record), "level": record.levelname.lower(),
                  "logger": record.name, "message": record.getMessage()}
         for key in ("request_id", "method", "path", "status", "duration_ms"):
             if hasattr(record, key):
@@ -36,9 +52,18 @@ class JsonFormatter(logging.Formatter):
 
 
 def configure(level: str, fmt: str, secrets: Sequence[str | None] = ()) -> None:
+    """One stderr handler on the root logger for every logger, uvicorn's included (``serve`` runs
+    uvicorn with ``log_config=None``, so its loggers propagate here instead of printing their own
+    plain-text lines)."""
     handler = logging.StreamHandler(sys.stderr)
-    inner = JsonFormatter() if fmt == "json" else logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
+    inner = JsonFormatter() if fmt == "json" else TextFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
     handler.setFormatter(ScrubbingFormatter(inner, [s for s in secrets if s]))
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
+    for name in ("uvicorn", "uvicorn.error", "uvicorn.access", "uvicorn.asgi"):
+        # A handler left from an earlier dictConfig would print the line a second time, unformatted.
+        logging.getLogger(name).handlers[:] = []
+        logging.getLogger(name).propagate = True
+    for name in CHATTY_LIBRARIES:
+        logging.getLogger(name).setLevel(logging.DEBUG if level.lower() == "debug" else logging.WARNING)

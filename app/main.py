@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import ipaddress
 import logging
 from contextlib import asynccontextmanager
@@ -26,8 +27,9 @@ from app.routes.episodes import EpisodeController
 from app.routes.retrieval import RetrievalController
 from app.routes.sessions import SessionController
 from app.routes.summaries import SummaryController
+from app.startup import report_embedder, report_store_and_index
 from app.worker import EmbeddingWorker
-from domain.errors import Invalid
+from domain.errors import EmbeddingError, Invalid
 
 log = logging.getLogger("nexusai.app")
 
@@ -59,8 +61,11 @@ def check_configuration(container: Container) -> None:
         container.rankers().get(settings.default_ranker, field="DEFAULT_RANKER")
     except Invalid as exc:
         raise ConfigError("DEFAULT_RANKER", exc.message) from None
-    dimension = container.embedder().dimension
-    if dimension != settings.embedding_dim:
+    try:
+        dimension = container.embedder().dimension
+    except EmbeddingError as exc:  # an in-process model whose size cannot be known up front
+        raise ConfigError("EMBEDDING_DIM", exc.message) from None
+    if settings.embedding_dim is not None and dimension != settings.embedding_dim:
         raise ConfigError("EMBEDDING_DIM", f"is {settings.embedding_dim} but the embedder gives {dimension}")
 
 
@@ -80,9 +85,12 @@ def create_app(settings: Settings, container: Container | None = None) -> Litest
     @asynccontextmanager
     async def lifespan(app: Litestar):
         container.store()
+        container.embedder().start()  # a model loads in the background; /health says "starting"
         manager = container.index_manager()
         await manager.start()  # never waits for a build: derived data does not hold up start-up
         manager.run()
+        await report_store_and_index(container)
+        embedder_report = asyncio.create_task(report_embedder(container), name="embedder start-up report")
         service_metrics.watch_indexing(container.indexing())
         container.search().observe_leg = service_metrics.observe_leg
         if settings.worker_enabled:
@@ -92,6 +100,7 @@ def create_app(settings: Settings, container: Container | None = None) -> Litest
             async with mcp_sessions.run():
                 yield
         finally:
+            embedder_report.cancel()
             await monitor.stop()
             await worker.stop()
             await close_container(container)

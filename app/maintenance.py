@@ -16,6 +16,7 @@ import httpx
 from app.config import Settings
 from app.container import build_container
 from app.main import close_container
+from app.startup import settled_probe
 from domain.errors import DomainError
 from domain.vectors import COLLECTIONS
 
@@ -67,6 +68,7 @@ async def run_reindex(settings: Settings, collection: str | None) -> int:
     """Build new generations of the collections from the stored embeddings (embedding only what
     is missing). Online it asks the running service and follows its progress; offline it builds
     here. Resumable: stored embeddings stay stored, so a second run continues where one stopped."""
+    from rich.console import Console
     from rich.progress import Progress
 
     names = [collection] if collection else list(COLLECTIONS)
@@ -89,7 +91,7 @@ async def run_reindex(settings: Settings, collection: str | None) -> int:
             for name in names:
                 manager.request_rebuild(name, "memory-service reindex")
             manager.run()
-        with Progress() as bar:
+        with Progress(console=Console(stderr=True)) as bar:  # stdout keeps the result line
             tasks = {n: bar.add_task(n, total=None) for n in names}
             while True:
                 status = (await running_index_status(settings, store_id) if online else manager.status()) or {}
@@ -121,7 +123,7 @@ async def run_doctor(settings: Settings) -> int:
     problems: list[str] = []
     print(f"store: {settings.store} {settings.sqlite_path}")
     print(f"vector index: {settings.vector_index} {settings.qdrant_url or settings.resolved_qdrant_path or '(memory)'}")
-    print(f"embedder: {settings.embedder} model={settings.embedding_model} dim={settings.embedding_dim}")
+    print(f"embedder: {settings.embedder} model={settings.model_name} dim={settings.embedding_dim or 'model default'}")
     try:
         container = build_container(settings)
         from app.main import check_configuration
@@ -142,7 +144,7 @@ async def run_doctor(settings: Settings) -> int:
                     problems.append(f"vector index: {name}: {entry['state']}")
             backlog = await container.store().backlog()
             print(f"embedding backlog: {backlog.pending} pending, {backlog.failing} failing")
-        probe = await container.embedder().probe()
+        probe = await settled_probe(container.embedder())  # waits for an in-process model to load
         if not probe.reachable:
             problems.append(f"embedder: {probe.error}")
     finally:

@@ -13,12 +13,15 @@ class EmbedderStatus:
 
     ``reachable`` is true only when the backend answered a real embedding of ``dimension`` floats;
     otherwise ``error`` says why in one line (naming the URL or model where there is one).
+    ``starting`` is true while the backend is still getting ready (an in-process model loading):
+    not reachable yet, but not a fault either.
     """
 
     reachable: bool
     model: str
     dimension: int
     error: str | None = None
+    starting: bool = False
 
 
 class Embedder(Protocol):
@@ -39,6 +42,14 @@ class Embedder(Protocol):
     @property
     def max_batch(self) -> int: ...
 
+    def start(self) -> None:
+        """Begin any slow preparation (loading a model) in the background; returns at once.
+
+        Contract: idempotent; ``embed`` works whether or not it was called (it waits for the
+        preparation off the event loop); ``probe`` meanwhile reports ``starting``.
+        """
+        ...
+
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
         """Embed a batch of texts.
 
@@ -57,7 +68,8 @@ class Embedder(Protocol):
 
         Contract: ``reachable`` is true exactly when an ``embed`` of one short text would
         succeed right now; when false, ``error`` is a non-empty one-line reason. ``model`` and
-        ``dimension`` are the configured ones.
+        ``dimension`` are the configured ones. It answers at once while the backend is
+        ``starting`` (it never waits for a model to load).
         """
         ...
 

@@ -1,13 +1,14 @@
-"""Embedder adapters: HTTP embedding service, Ollama, OpenAI-compatible, local model, hashing.
+"""Embedder adapters: HTTP embedding service, Ollama, OpenAI-compatible, in-process models
+(numpy by default, sentence-transformers on torch), hashing.
 
-Importing this package loads no model and opens no connection; sentence-transformers is
-imported only when a LocalEmbedder first embeds.
+Importing this package loads no model and opens no connection; numpy, tokenizers and
+safetensors (or sentence-transformers and torch) are imported only when a model loads.
 """
 
 from adapters.embedders.embedding_service import EmbeddingServiceEmbedder
 from adapters.embedders.hashing import HashEmbedder
 from adapters.embedders.http import make_http_client
-from adapters.embedders.local import LocalEmbedder, resolve_model_path
+from adapters.embedders.local import LocalEmbedder, SentenceTransformersEmbedder, resolve_model_path
 from adapters.embedders.ollama import OllamaEmbedder
 from adapters.embedders.openai import OpenAIEmbedder
 
@@ -17,6 +18,7 @@ __all__ = [
     "LocalEmbedder",
     "OllamaEmbedder",
     "OpenAIEmbedder",
+    "SentenceTransformersEmbedder",
     "make_http_client",
     "resolve_model_path",
 ]

@@ -108,6 +108,10 @@ class EmbedderFacts:
     def max_batch(self) -> int:
         return self._max_batch
 
+    def start(self) -> None:
+        """Nothing to prepare: remote backends are ready or not, which ``probe`` tells."""
+        return None
+
     async def probe(self) -> EmbedderStatus:
         """One real embedding of a short text (adapters with a cheaper check override this)."""
         return await probe_by_embedding(self)  # type: ignore[arg-type]

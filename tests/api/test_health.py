@@ -159,3 +159,29 @@ def test_an_emptied_vector_index_is_reported_and_then_repaired(make_settings):
         # ... and it is not left at that: verification runs at once and repairs from SQLite.
         healed = fresh_health(client, lambda b: b["components"]["vectorIndex"]["status"] == "ok")
     assert healed["components"]["vectorIndex"]["points"]["episodes"] == 3
+
+
+def test_health_answers_starting_at_once_while_the_model_loads(make_settings):
+    from dependency_injector import providers
+
+    from tests.support.loading_embedder import GatedLocalEmbedder
+
+    settings = make_settings(embedder="local", embedding_dim=None)
+    container = build_container(settings)
+    loading = GatedLocalEmbedder()
+    container.embedder.override(providers.Object(loading))
+    with TestClient(create_app(settings, container)) as client:
+        # The embedder's own check has run and found the model loading; the body answered at once.
+        starting = fresh_health(client, lambda b: b["components"]["embedder"]["checkedAt"] is not None)
+        loading.gate.set()
+        fresh_health(client, lambda b: b["status"] == "ok")
+        session = client.post("/sessions", json={"externalId": "pets"}).json()["id"]
+        client.post("/episodes", json={"sessionId": session, "userMessage": "I adopted a grey kitten named Pixel",
+                                       "aiResponse": "Congratulations!"})
+        # A search while the model was loading would wait for it; now it is loaded, it is semantic.
+        found = client.post("/search", json={"query": "my new pet cat", "sessionId": session}).json()
+    assert starting["status"] == "starting"
+    embedder = starting["components"]["embedder"]
+    assert {k: embedder[k] for k in ("status", "reachable", "model", "dimension", "kind")} == {
+        "status": "starting", "reachable": False, "model": "all-MiniLM-L6-v2", "dimension": 384, "kind": "local"}
+    assert found["degraded"] is False

