@@ -45,7 +45,7 @@ def test_maintenance_commands_use_make_runs_database_when_sqlite_path_is_unset(t
 
     reindex = run_service(["reindex"], cli_env, cwd=workdir)
     assert reindex.returncode == 0, reindex.stderr
-    assert "re-embedding" in reindex.stderr and "reindexed: episodes=3" in reindex.stdout
+    assert "episodes: done" in reindex.stderr and "reindexed: episodes=3" in reindex.stdout  # progress on stderr
 
 
 def test_export_and_import_show_progress_and_import_reads_the_store_from_dotenv(tmp_path):
