@@ -27,9 +27,23 @@ class Body(Camel, forbid_unknown_fields=True):
     misspelt ``sessionId`` or ``minScore`` must not look understood)."""
 
 
-def _utc(value: datetime | None, name: str) -> datetime | None:
+# A date-time on the wire is an RFC 3339 string and nothing else. The fields are declared ``str``
+# because Litestar converts bodies in msgspec's lax mode, where a ``datetime`` field also takes
+# 0, "0" or 1.5 as Unix timestamps: a client's typo would silently mean 1970.
+Timestamp = Annotated[str, msgspec.Meta(extra_json_schema={"format": "date-time"},
+                                        examples=["2025-01-31T12:00:00.000Z"])]
+
+
+def _utc(value: str | datetime | None, name: str) -> datetime | None:
+    """The one datetime rule for request bodies: RFC 3339 text, then ``to_utc`` (range, naive = UTC)."""
     if value is None:
         return None
+    if isinstance(value, str):
+        try:
+            value = msgspec.convert(value, datetime, strict=True)
+        except msgspec.ValidationError:
+            raise ValueError(f"{name}: must be an RFC 3339 date-time such as 2025-01-31T12:00:00Z, "
+                             f"not {value[:40]!r}") from None
     try:
         return to_utc(value)
     except ValueError as exc:
@@ -52,7 +66,7 @@ class CreateEpisode(Body):
     ai_response: Text
     token_count: Count | None = None
     metadata: Meta = {}
-    created_at: datetime | None = None
+    created_at: Timestamp | None = None
 
     def __post_init__(self) -> None:
         self.created_at = _utc(self.created_at, "createdAt")
@@ -108,8 +122,8 @@ class SearchRequest(Body):
     session_id: Id | None = None
     sources: Annotated[list[SourceName], msgspec.Meta(min_length=1, max_length=3)] = msgspec.field(default_factory=lambda: ["episodes"])
     ranker: Annotated[str, msgspec.Meta(min_length=1, max_length=200)] | None = None
-    since: datetime | None = None
-    until: datetime | None = None
+    since: Timestamp | None = None
+    until: Timestamp | None = None
 
     def __post_init__(self) -> None:
         self.since, self.until = _utc(self.since, "since"), _utc(self.until, "until")

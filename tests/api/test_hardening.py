@@ -172,3 +172,11 @@ def test_with_a_key_set_unknown_routes_and_methods_answer_401_before_routing(mak
         assert "allow" not in response.headers
         authorized = client.request(method, path, headers={"Authorization": f"Bearer {KEY}"})
         assert authorized.status_code != 401
+
+
+@pytest.mark.parametrize("value", ["0", 0, 1.5, "1700000000", "yesterday", "2025-01-31", True])
+def test_a_date_time_is_rfc_3339_text_never_a_number_or_a_number_in_a_string(client, session_id, value):
+    # Lax body conversion once read 0 and "0" as Unix time: a search "since 1970" answered 200.
+    _error(client.post("/search", json={"query": "u", "since": value}), 400, "since")
+    _error(client.post("/search", json={"query": "u", "until": value}), 400, "until")
+    _error(client.post("/episodes", json={"sessionId": session_id, **EPISODE, "createdAt": value}), 400, "createdAt")
