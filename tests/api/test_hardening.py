@@ -155,6 +155,19 @@ def test_ids_are_ascii_digits_only(client, session_id, value):
     assert client.get(f"/sessions/{session_id}").status_code == 200
 
 
+@pytest.mark.parametrize("suffix", [".0", "e0", ".0e0", "0e-1", "E0"])
+def test_an_id_in_float_notation_names_no_record(client, session_id, suffix):
+    # "1.0" and "1e0" are numbers equal to 1 but not ids: they must not read, change or delete record 1.
+    episode = client.post("/episodes", json={"sessionId": session_id, **EPISODE}).json()["id"]
+    for path in (f"/sessions/{session_id}{suffix}", f"/episodes/{episode}{suffix}",
+                 f"/sessions/{session_id}{suffix}/episodes"):
+        assert client.get(path).status_code == 404, path
+        assert client.delete(path).status_code in (404, 405), path
+    assert client.patch(f"/sessions/{session_id}{suffix}", json={"metadata": {"a": 1}}).status_code == 404
+    assert client.get(f"/sessions/{session_id}").json()["metadata"] == {}
+    assert client.get(f"/episodes/{episode}").status_code == 200
+
+
 def test_a_405_says_which_methods_are_allowed(client, session_id):
     response = client.put(f"/sessions/{session_id}", json={})
     _error(response, 405)
