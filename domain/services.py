@@ -20,6 +20,8 @@ MAX_LIMIT = 1000
 MAX_BATCH = 1000
 MAX_TEXT = 100_000
 MAX_NAME = 512
+MAX_OFFSET = 2**63 - 1  # SQLite's largest integer: beyond it the store would overflow, not answer
+MAX_COUNT = 2**31  # the API's token count range
 
 
 def check_limit(value: int, field: str = "limit", maximum: int = MAX_LIMIT) -> int:
@@ -31,6 +33,8 @@ def check_limit(value: int, field: str = "limit", maximum: int = MAX_LIMIT) -> i
 def check_offset(value: int) -> int:
     if value < 0:
         raise Invalid("offset must not be negative", field="offset")
+    if value > MAX_OFFSET:
+        raise Invalid(f"offset must be at most {MAX_OFFSET}", field="offset")
     return value
 
 
@@ -47,6 +51,8 @@ def check_text(value: str, field: str, *, maximum: int = MAX_TEXT, allow_empty: 
 def check_count(value: int | None, field: str) -> int | None:
     if value is not None and value < 0:
         raise Invalid(f"{field} must not be negative", field=field)
+    if value is not None and value > MAX_COUNT:
+        raise Invalid(f"{field} must be at most {MAX_COUNT}", field=field)
     return value
 
 
