@@ -148,7 +148,8 @@ def _header(scope: Scope, name: bytes) -> bytes | None:
 
 
 def is_open_path(path: str, open_paths: Collection[str]) -> bool:
-    return path in open_paths
+    # The router serves "/health/" as "/health", so the gates must see them as one path too.
+    return path in open_paths or (path.endswith("/") and (path.rstrip("/") or "/") in open_paths)
 
 
 class AdmissionControl:
@@ -171,7 +172,7 @@ class AdmissionControl:
         self._refusal_body = {"type": "http.response.body", "body": body}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or self.limit <= 0 or scope["path"] in self.exempt:
+        if scope["type"] != "http" or self.limit <= 0 or is_open_path(scope["path"], self.exempt):
             await self.app(scope, receive, send)
             return
         if self.in_flight >= self.limit:
@@ -211,7 +212,7 @@ class ApiKeyGate:
         ok = self.authorized(scope)
         scope["authenticated"] = ok  # type: ignore[literal-required]
         preflight = self.cors and scope["method"] == "OPTIONS" and _header(scope, b"access-control-request-method")
-        if ok or preflight or scope["path"] in self.open_paths:
+        if ok or preflight or is_open_path(scope["path"], self.open_paths):
             await self.app(scope, receive, send)
             return
         await send_error(send, 401, "unauthorized",
