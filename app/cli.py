@@ -159,6 +159,10 @@ def eval_(
         typer.echo(f"--k must be comma-separated whole numbers, not {k!r}", err=True)
         raise typer.Exit(2) from None
     chosen = [name.strip() for name in rankers.split(",") if name.strip()] if rankers else None
+    if json_out is not None and (json_out.is_dir() or not json_out.parent.is_dir()):
+        # Found out before the run, not after minutes of loading and searching.
+        typer.echo(f"--json {json_out}: not a file path in an existing directory", err=True)
+        raise typer.Exit(2)
     try:
         run = asyncio.run(evaluate(settings, files, chosen, ks))
     except DomainError as exc:
@@ -166,7 +170,11 @@ def eval_(
         raise typer.Exit(2) from None
     typer.echo(render(run, ks))
     if json_out is not None:
-        json_out.write_text(json.dumps(as_json(run, ks), indent=2))
+        try:
+            json_out.write_text(json.dumps(as_json(run, ks), indent=2))
+        except OSError as exc:
+            typer.echo(f"--json {json_out}: cannot write it: {exc.strerror}", err=True)
+            raise typer.Exit(2) from None
 
 
 def _store_path(settings: Settings) -> str:
