@@ -116,6 +116,13 @@ class EpisodeService:
             if value is not None:
                 check_text(value, field, allow_empty=True)
         check_count(changes.token_count, "tokenCount")
+        if changes.user_message is not None or changes.ai_response is not None:
+            # The rule of add: the episode that results must say something on one side at least.
+            current = _found(await self._store.get_episode(episode_id), "episode", episode_id)
+            user = current.user_message if changes.user_message is None else changes.user_message
+            ai = current.ai_response if changes.ai_response is None else changes.ai_response
+            if not (user.strip() or ai.strip()):
+                raise Invalid("userMessage and aiResponse must not both be empty", field="userMessage")
         return _found(await self._store.update_episode(episode_id, changes), "episode", episode_id)
 
     async def delete(self, episode_id: int) -> None:

@@ -168,6 +168,15 @@ def test_an_id_in_float_notation_names_no_record(client, session_id, suffix):
     assert client.get(f"/episodes/{episode}").status_code == 200
 
 
+@pytest.mark.parametrize("change", [{"userMessage": "", "aiResponse": " "}, {"aiResponse": "\n"}])
+def test_a_patch_cannot_empty_both_sides_of_an_episode(client, session_id, change):
+    # POST refuses an episode with nothing on either side; PATCH must not make one.
+    episode = client.post("/episodes", json={"sessionId": session_id, "userMessage": " ", "aiResponse": "kept"}).json()
+    _error(client.patch(f"/episodes/{episode['id']}", json=change), 400, "userMessage")
+    assert client.get(f"/episodes/{episode['id']}").json()["aiResponse"] == "kept"
+    assert client.patch(f"/episodes/{episode['id']}", json={"userMessage": "now here", "aiResponse": ""}).status_code == 200
+
+
 def test_a_405_says_which_methods_are_allowed(client, session_id):
     response = client.put(f"/sessions/{session_id}", json={})
     _error(response, 405)
