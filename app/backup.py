@@ -33,7 +33,7 @@ from adapters.sqlite.schema import SCHEMA_VERSION, migrate
 from app.schemas import Count, Id, Name, Text
 from domain.errors import Invalid
 from domain.models import format_timestamp, parse_timestamp
-from domain.services import MAX_NAME, check_text
+from domain.services import MAX_NAME, check_metadata, check_text
 
 FORMAT = "nexusai-memory-export"
 FORMAT_VERSION = 1
@@ -142,6 +142,10 @@ def validated_row(table: str, row: dict[str, Any], number: int) -> dict[str, Any
         metadata = None
     if not isinstance(metadata, dict):
         raise BackupError(f"line {number}: {table} row {values['id']}: metadata must be a JSON object")
+    try:
+        check_metadata(metadata)
+    except Invalid as exc:
+        raise BackupError(f"line {number}: {table} row {values['id']}: {exc.message}") from None
     values["metadata"] = json.dumps(metadata, ensure_ascii=False, separators=(",", ":"))
     for name in _STAMPS:
         if name in values:

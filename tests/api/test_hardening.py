@@ -177,6 +177,32 @@ def test_a_patch_cannot_empty_both_sides_of_an_episode(client, session_id, chang
     assert client.patch(f"/episodes/{episode['id']}", json={"userMessage": "now here", "aiResponse": ""}).status_code == 200
 
 
+def _nested(depth: int) -> dict:
+    value: dict = {"leaf": 1}
+    for _ in range(depth - 1):
+        value = {"a": value}
+    return value
+
+
+@pytest.mark.parametrize(("method", "path", "body"), [
+    ("POST", "/sessions", {"externalId": "deep"}), ("PATCH", "/sessions/{sid}", {}),
+    ("POST", "/episodes", {"sessionId": "{sid}", **EPISODE}), ("PATCH", "/episodes/{eid}", {}),
+    ("POST", "/entities", {"name": "n", "type": "t"}), ("POST", "/summaries", {"sessionId": "{sid}", "content": "c"}),
+])
+def test_metadata_nested_deeper_than_the_limit_is_a_400_and_stored_records_stay_readable(
+        client, session_id, method, path, body):
+    # Metadata that decodes but nests near the recursion limit was stored, then every list holding it
+    # answered "nested too deeply": one client could break GET /sessions for all.
+    episode = client.post("/episodes", json={"sessionId": session_id, **EPISODE}).json()["id"]
+    fill = {k: session_id if v == "{sid}" else v for k, v in body.items()}
+    target = path.format(sid=session_id, eid=episode)
+    _error(client.request(method, target, json={**fill, "metadata": _nested(65)}), 400, "metadata")
+    assert client.request(method, target, json={**fill, "metadata": _nested(64)}).status_code in (200, 201)
+    for listing in ("/sessions?limit=1000", f"/sessions/{session_id}/episodes?limit=1000", "/entities/by-type/t",
+                    f"/sessions/{session_id}/summaries"):
+        assert client.get(listing).status_code == 200, listing
+
+
 def test_a_405_says_which_methods_are_allowed(client, session_id):
     response = client.put(f"/sessions/{session_id}", json={})
     _error(response, 405)
