@@ -228,12 +228,13 @@ def backup(path: Annotated[str, typer.Argument(help="the new SQLite file to writ
     _run_backup_step(backup_store, _store_path(_store_settings()), path)
 
 
+MAX_ID = 2**63 - 1  # SQLite's largest integer: a larger one is a usage error, not an OverflowError
 dead_letters = typer.Typer(help="Embedding jobs given up on after EMBEDDING_MAX_ATTEMPTS failures", no_args_is_help=True)
 cli.add_typer(dead_letters, name="dead-letters")
 
 
 @dead_letters.command("list")
-def dead_letters_list(limit: Annotated[int, typer.Option(min=1, help="at most this many")] = 100) -> None:
+def dead_letters_list(limit: Annotated[int, typer.Option(min=1, max=MAX_ID, help="at most this many")] = 100) -> None:
     """Print each dead-lettered job as one JSON line (id, record, attempts, last error)."""
     from app.dead_letters import list_dead_letters, render
 
@@ -243,7 +244,7 @@ def dead_letters_list(limit: Annotated[int, typer.Option(min=1, help="at most th
 
 @dead_letters.command("retry")
 def dead_letters_retry(
-    ids: Annotated[Optional[list[int]], typer.Argument(help="job ids (from `list`)")] = None,
+    ids: Annotated[Optional[list[int]], typer.Argument(min=1, max=MAX_ID, help="job ids (from `list`)")] = None,
     all_: Annotated[bool, typer.Option("--all", help="retry every dead letter")] = False,
 ) -> None:
     """Queue dead-lettered jobs again with a fresh attempt count."""
