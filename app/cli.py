@@ -261,7 +261,7 @@ def dead_letters_retry(
 def mcp(
     transport: Annotated[str, typer.Option(help="stdio (an assistant starts this command) or streamable-http")] = "stdio",
     host: Annotated[Optional[str], typer.Option(help="streamable-http bind address (default HOST)")] = None,
-    port: Annotated[int, typer.Option(help="streamable-http listen port")] = 3004,
+    port: Annotated[int, typer.Option(min=0, max=65535, help="streamable-http listen port")] = 3004,
 ) -> None:
     """Serve the memory as Model Context Protocol tools (remember, search, build_context, entities)."""
     if transport not in ("stdio", "streamable-http"):

@@ -11,6 +11,7 @@ from app.cli import cli
 
 @pytest.mark.parametrize("args", [
     ["dead-letters", "retry", str(2**63)], ["dead-letters", "retry", "0"], ["dead-letters", "list", "--limit", str(2**63)],
+    ["mcp", "--transport", "streamable-http", "--port", "99999"],
 ])
 def test_an_id_or_limit_out_of_range_is_a_usage_error(tmp_path, args):
     done = CliRunner().invoke(cli, args, env={"SQLITE_PATH": str(tmp_path / "m.db"), "EMBEDDER": "hash"})
