@@ -135,7 +135,8 @@ def create_app(settings: Settings, container: Container | None = None) -> Litest
     # the observer sees unrouted and refused-by-gate requests and the final status of the rest.
     handler = JsonBodiesOnly(app.asgi_handler)
     handler = ApiKeyGate(handler, settings.memory_api_key, OPEN_PATHS, cors=bool(settings.cors_origins))
-    admission = AdmissionControl(RequestObserver(handler, service_metrics), settings.max_in_flight, ADMISSION_EXEMPT)
+    admission = AdmissionControl(RequestObserver(handler, service_metrics), settings.max_in_flight, ADMISSION_EXEMPT,
+                                 max_body=settings.max_body_bytes)
     service_metrics.watch_admission(admission)
     app.asgi_handler = admission
     return app
