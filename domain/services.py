@@ -24,7 +24,7 @@ MAX_OFFSET = 2**63 - 1  # SQLite's largest integer: beyond it the store would ov
 MAX_COUNT = 2**31  # the API's token count range
 # Metadata deeper than this is refused: near the interpreter's recursion limit a value that was
 # stored could no longer be read back in a list, breaking that list for every client.
-MAX_METADATA_DEPTH = 64
+MAX_METADATA_DEPTH = 128
 
 
 def check_limit(value: int, field: str = "limit", maximum: int = MAX_LIMIT) -> int:

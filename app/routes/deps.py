@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Annotated
 
 from litestar.connection import ASGIConnection
@@ -25,12 +26,15 @@ Limit = Annotated[int, Parameter(ge=1, le=1000, description="page size, 1-1000")
 Offset = Annotated[int, Parameter(ge=0, le=MAX_ID, description="rows to skip")]
 
 
+_INTEGER = re.compile(r"-?[0-9]+")  # a sign is let through so "-1" stays a 400 (out of range)
+
+
 def ids_are_digits(connection: ASGIConnection, _: BaseRouteHandler) -> None:
-    """A guard on every route: a path id is ASCII digits. Converting the path text to ``PathId``
+    """A guard on every route: a path id is ASCII digits (a leading "-" is left to the range check). Converting the path text to ``PathId``
     alone would take "1.0" and "1e0" as 1, so ``DELETE /sessions/1e0`` would delete session 1."""
     for name, value in connection.path_params.items():
         if name.endswith("_id") and name != "external_id" and not (
-            isinstance(value, str) and value.isascii() and value.isdigit()
+            isinstance(value, str) and _INTEGER.fullmatch(value)
         ):
             raise NotFoundException(f"no such resource: {connection.url.path}")
 

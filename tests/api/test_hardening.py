@@ -196,8 +196,8 @@ def test_metadata_nested_deeper_than_the_limit_is_a_400_and_stored_records_stay_
     episode = client.post("/episodes", json={"sessionId": session_id, **EPISODE}).json()["id"]
     fill = {k: session_id if v == "{sid}" else v for k, v in body.items()}
     target = path.format(sid=session_id, eid=episode)
-    _error(client.request(method, target, json={**fill, "metadata": _nested(65)}), 400, "metadata")
-    assert client.request(method, target, json={**fill, "metadata": _nested(64)}).status_code in (200, 201)
+    _error(client.request(method, target, json={**fill, "metadata": _nested(129)}), 400, "metadata")
+    assert client.request(method, target, json={**fill, "metadata": _nested(128)}).status_code in (200, 201)
     for listing in ("/sessions?limit=1000", f"/sessions/{session_id}/episodes?limit=1000", "/entities/by-type/t",
                     f"/sessions/{session_id}/summaries"):
         assert client.get(listing).status_code == 200, listing

@@ -51,7 +51,7 @@ def _episode_line(lines: list[dict]) -> dict:
     ("created_at", "0001-01-01T00:00:00+14:00"), ("token_count", "12"), ("token_count", -1),
     ("session_id", 0), ("user_message", None), ("user_message", "x" * 100_001), ("id", "1"),
     ("user_message", "a\x00b"), ("ai_response", "\x00"), ("metadata", '{"a": NaN}'), ("metadata", '{"a": Infinity}'),
-    ("metadata", '{"a":' * 65 + "1" + "}" * 65),  # deeper than the API allows
+    ("metadata", '{"a":' * 129 + "1" + "}" * 129),  # deeper than the API allows
 ])
 def test_an_import_row_that_breaks_the_api_rules_imports_nothing(tmp_path, exported, column, value):
     _db, lines = exported
