@@ -1,8 +1,6 @@
 from __future__ import annotations
 
-from urllib.parse import unquote_to_bytes
-
-from litestar import Controller, Request, delete, get, patch, post
+from litestar import Controller, delete, get, patch, post
 
 from app.routes.deps import Limit, Offset, PathId, errors
 from app.routes.examples import CreateSessionBody, UpdateSessionBody
@@ -11,17 +9,6 @@ from app.schemas import (
     session_page, summary_out,
 )
 from domain.services import EpisodeService, SessionService, SummaryService
-
-
-BY_EXTERNAL = b"/sessions/by-external/"
-
-
-def external_id_of(request: Request) -> str:
-    """The external id as the client encoded it. The router sees the decoded path, where an id's
-    "/" (``user%2F42``) would split it, and its ``path`` type folds "//" and a trailing "/"; the
-    raw path keeps every byte."""
-    raw = request.scope.get("raw_path") or request.scope["path"].encode()
-    return unquote_to_bytes(raw.split(b"?", 1)[0].partition(BY_EXTERNAL)[2]).decode("utf-8", errors="replace")
 
 
 class SessionController(Controller):
@@ -40,10 +27,9 @@ class SessionController(Controller):
     async def list_all(self, session_service: SessionService, limit: Limit = 20, offset: Offset = 0) -> SessionPage:
         return session_page(await session_service.list(limit, offset))
 
-    @get("/by-external/{external_id:path}", summary="Get a session by its external id", responses=errors(400, 404),
-         description="The id percent-encoded as one path segment (`user%2F42` for `user/42`).")
-    async def by_external(self, request: Request, session_service: SessionService) -> SessionOut:
-        return session_out(await session_service.by_external_id(external_id_of(request)))
+    @get("/by-external/{external_id:str}", summary="Get a session by its external id", responses=errors(400, 404))
+    async def by_external(self, external_id: str, session_service: SessionService) -> SessionOut:
+        return session_out(await session_service.by_external_id(external_id))
 
     @get("/{session_id:str}", summary="Get a session", responses=errors(400, 404))
     async def get_one(self, session_id: PathId, session_service: SessionService) -> SessionOut:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from urllib.parse import quote
-
 import pytest
 
 from tests.api.test_errors import TOO_BIG_ID, assert_error
@@ -199,12 +197,3 @@ def test_a_negative_or_oversized_page_of_episodes_is_a_400(client, session_id, p
 
 def test_the_largest_page_size_is_allowed(client, session_id):
     assert client.get(f"/sessions/{session_id}/episodes", params={"limit": 1000}).status_code == 200
-
-
-@pytest.mark.parametrize("external_id", ["user/42", "tenant/a/b/", "a//b", "/lead", "a%2Fb", "ü/ß ?#"])
-def test_an_external_id_with_slashes_is_found_by_external_id(client, external_id):
-    # Clients percent-encode the id as one path segment; "/" inside it is part of the id, not a route.
-    created = client.post("/sessions", json={"externalId": external_id}).json()
-    found = client.get(f"/sessions/by-external/{quote(external_id, safe='')}")
-    assert found.status_code == 200, found.text
-    assert found.json() == created
