@@ -31,7 +31,9 @@ import msgspec
 from adapters.sqlite.database import create_private
 from adapters.sqlite.schema import SCHEMA_VERSION, migrate
 from app.schemas import Count, Id, Name, Text
+from domain.errors import Invalid
 from domain.models import format_timestamp, parse_timestamp
+from domain.services import MAX_NAME, check_metadata, check_text
 
 FORMAT = "nexusai-memory-export"
 FORMAT_VERSION = 1
@@ -101,6 +103,26 @@ class SummaryRow(_Row, kw_only=True):
 ROW_TYPES: dict[str, type[_Row]] = {"sessions": SessionRow, "episodes": EpisodeRow, "entities": EntityRow,
                                     "relationships": RelationshipRow, "summaries": SummaryRow}
 _STAMPS = ("created_at", "updated_at")
+# The services' text rules per column (wire name, longest, may be empty): no NUL, names not blank.
+_TEXTS = {"external_id": ("externalId", MAX_NAME, False), "name": ("name", MAX_NAME, False),
+          "type": ("type", MAX_NAME, False), "label": ("label", MAX_NAME, False),
+          "user_message": ("userMessage", 100_000, True), "ai_response": ("aiResponse", 100_000, True),
+          "notes": ("notes", 100_000, True), "content": ("content", 100_000, False)}
+
+
+def _reject_constant(name: str) -> None:
+    raise ValueError(f"{name} is not JSON")  # NaN and Infinity: json.loads takes them, the API does not
+
+
+def _check_texts(table: str, values: dict[str, Any]) -> None:
+    for column, (field, maximum, allow_empty) in _TEXTS.items():
+        if isinstance(values.get(column), str):
+            try:
+                check_text(values[column], field, maximum=maximum, allow_empty=allow_empty)
+            except Invalid as exc:
+                raise BackupError(f"{column}: {exc.message}") from None
+    if table == "episodes" and not (values["user_message"].strip() or values["ai_response"].strip()):
+        raise BackupError("user_message: userMessage and aiResponse must not both be empty")
 
 
 def validated_row(table: str, row: dict[str, Any], number: int) -> dict[str, Any]:
@@ -111,11 +133,19 @@ def validated_row(table: str, row: dict[str, Any], number: int) -> dict[str, Any
         raise BackupError(f"line {number}: {table} row: {exc}") from None
     values = msgspec.structs.asdict(checked)
     try:
-        metadata = json.loads(values["metadata"])
-    except ValueError:
+        _check_texts(table, values)
+    except BackupError as exc:
+        raise BackupError(f"line {number}: {table} row {values['id']}: {exc}") from None
+    try:
+        metadata = json.loads(values["metadata"], parse_constant=_reject_constant)
+    except (ValueError, RecursionError):
         metadata = None
     if not isinstance(metadata, dict):
         raise BackupError(f"line {number}: {table} row {values['id']}: metadata must be a JSON object")
+    try:
+        check_metadata(metadata)
+    except Invalid as exc:
+        raise BackupError(f"line {number}: {table} row {values['id']}: {exc.message}") from None
     values["metadata"] = json.dumps(metadata, ensure_ascii=False, separators=(",", ":"))
     for name in _STAMPS:
         if name in values:
@@ -238,6 +268,8 @@ def _parse(line: str, number: int) -> dict:
         value = json.loads(line)
     except ValueError as exc:
         raise BackupError(f"line {number}: not JSON ({exc})") from None
+    except RecursionError:
+        raise BackupError(f"line {number}: JSON nested too deeply") from None
     if not isinstance(value, dict):
         raise BackupError(f"line {number}: expected a JSON object")
     return value

@@ -159,6 +159,10 @@ def eval_(
         typer.echo(f"--k must be comma-separated whole numbers, not {k!r}", err=True)
         raise typer.Exit(2) from None
     chosen = [name.strip() for name in rankers.split(",") if name.strip()] if rankers else None
+    if json_out is not None and (json_out.is_dir() or not json_out.parent.is_dir()):
+        # Found out before the run, not after minutes of loading and searching.
+        typer.echo(f"--json {json_out}: not a file path in an existing directory", err=True)
+        raise typer.Exit(2)
     try:
         run = asyncio.run(evaluate(settings, files, chosen, ks))
     except DomainError as exc:
@@ -166,7 +170,11 @@ def eval_(
         raise typer.Exit(2) from None
     typer.echo(render(run, ks))
     if json_out is not None:
-        json_out.write_text(json.dumps(as_json(run, ks), indent=2))
+        try:
+            json_out.write_text(json.dumps(as_json(run, ks), indent=2))
+        except OSError as exc:
+            typer.echo(f"--json {json_out}: cannot write it: {exc.strerror}", err=True)
+            raise typer.Exit(2) from None
 
 
 def _store_path(settings: Settings) -> str:
@@ -220,12 +228,13 @@ def backup(path: Annotated[str, typer.Argument(help="the new SQLite file to writ
     _run_backup_step(backup_store, _store_path(_store_settings()), path)
 
 
+MAX_ID = 2**63 - 1  # SQLite's largest integer: a larger one is a usage error, not an OverflowError
 dead_letters = typer.Typer(help="Embedding jobs given up on after EMBEDDING_MAX_ATTEMPTS failures", no_args_is_help=True)
 cli.add_typer(dead_letters, name="dead-letters")
 
 
 @dead_letters.command("list")
-def dead_letters_list(limit: Annotated[int, typer.Option(min=1, help="at most this many")] = 100) -> None:
+def dead_letters_list(limit: Annotated[int, typer.Option(min=1, max=MAX_ID, help="at most this many")] = 100) -> None:
     """Print each dead-lettered job as one JSON line (id, record, attempts, last error)."""
     from app.dead_letters import list_dead_letters, render
 
@@ -235,7 +244,7 @@ def dead_letters_list(limit: Annotated[int, typer.Option(min=1, help="at most th
 
 @dead_letters.command("retry")
 def dead_letters_retry(
-    ids: Annotated[Optional[list[int]], typer.Argument(help="job ids (from `list`)")] = None,
+    ids: Annotated[Optional[list[int]], typer.Argument(min=1, max=MAX_ID, help="job ids (from `list`)")] = None,
     all_: Annotated[bool, typer.Option("--all", help="retry every dead letter")] = False,
 ) -> None:
     """Queue dead-lettered jobs again with a fresh attempt count."""
@@ -252,7 +261,7 @@ def dead_letters_retry(
 def mcp(
     transport: Annotated[str, typer.Option(help="stdio (an assistant starts this command) or streamable-http")] = "stdio",
     host: Annotated[Optional[str], typer.Option(help="streamable-http bind address (default HOST)")] = None,
-    port: Annotated[int, typer.Option(help="streamable-http listen port")] = 3004,
+    port: Annotated[int, typer.Option(min=0, max=65535, help="streamable-http listen port")] = 3004,
 ) -> None:
     """Serve the memory as Model Context Protocol tools (remember, search, build_context, entities)."""
     if transport not in ("stdio", "streamable-http"):

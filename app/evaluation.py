@@ -38,7 +38,10 @@ def read_conversation(path: Path) -> Conversation:
         if path.suffix == ".jsonl":
             return parse_jsonl((json.loads(line) for line in text.splitlines() if line.strip()), path.stem)
         return parse_locomo(json.loads(text), path.stem)
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+    except RecursionError:
+        raise Invalid(f"{path}: cannot read it as a conversation: JSON nested too deeply", field="file") from None
+    # AttributeError: a JSON value of another type where an object belongs (a list, a string).
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, AttributeError, KeyError, TypeError, ValueError) as exc:
         raise Invalid(f"{path}: cannot read it as a conversation: {exc}", field="file") from None
 
 

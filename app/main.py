@@ -21,7 +21,7 @@ from app.metrics import ServiceMetrics, metrics
 from app.middleware import (
     AdmissionControl, ApiKeyGate, JsonBodiesOnly, RequestObserver, install_request_id_filter,
 )
-from app.routes.deps import DEPENDENCIES
+from app.routes.deps import DEPENDENCIES, ids_are_digits
 from app.routes.entities import EntityController, RelationshipController
 from app.routes.episodes import EpisodeController
 from app.routes.retrieval import RetrievalController
@@ -115,6 +115,7 @@ def create_app(settings: Settings, container: Container | None = None) -> Litest
             SummaryController, RetrievalController, metrics, docs_asset, mcp_endpoint,
         ],
         dependencies=DEPENDENCIES,
+        guards=[ids_are_digits],
         exception_handlers=EXCEPTION_HANDLERS,
         state=State({"container": container, "worker": worker, "health": monitor, "metrics": service_metrics}),
         lifespan=[lifespan],
@@ -134,7 +135,8 @@ def create_app(settings: Settings, container: Container | None = None) -> Litest
     # the observer sees unrouted and refused-by-gate requests and the final status of the rest.
     handler = JsonBodiesOnly(app.asgi_handler)
     handler = ApiKeyGate(handler, settings.memory_api_key, OPEN_PATHS, cors=bool(settings.cors_origins))
-    admission = AdmissionControl(RequestObserver(handler, service_metrics), settings.max_in_flight, ADMISSION_EXEMPT)
+    admission = AdmissionControl(RequestObserver(handler, service_metrics), settings.max_in_flight, ADMISSION_EXEMPT,
+                                 max_body=settings.max_body_bytes)
     service_metrics.watch_admission(admission)
     app.asgi_handler = admission
     return app

@@ -148,7 +148,8 @@ def _header(scope: Scope, name: bytes) -> bytes | None:
 
 
 def is_open_path(path: str, open_paths: Collection[str]) -> bool:
-    return path in open_paths
+    # The router serves "/health/" as "/health", so the gates must see them as one path too.
+    return path in open_paths or (path.endswith("/") and (path.rstrip("/") or "/") in open_paths)
 
 
 class AdmissionControl:
@@ -156,9 +157,11 @@ class AdmissionControl:
     instead of queueing until they time out. ``exempt`` paths (health, metrics) always pass, so
     an overloaded service can still say so. ``limit`` 0 turns the gate off."""
 
-    def __init__(self, app: ASGIApp, limit: int, exempt: Collection[str], retry_after: int = 1) -> None:
+    def __init__(self, app: ASGIApp, limit: int, exempt: Collection[str], retry_after: int = 1,
+                 max_body: int = 1_048_576) -> None:
         self.app = app
         self.limit = limit
+        self.max_body = max_body
         self.exempt = frozenset(exempt)
         self.in_flight = 0
         self.rejected = 0
@@ -171,9 +174,14 @@ class AdmissionControl:
         self._refusal_body = {"type": "http.response.body", "body": body}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or self.limit <= 0 or scope["path"] in self.exempt:
+        if scope["type"] != "http" or self.limit <= 0 or is_open_path(scope["path"], self.exempt):
             await self.app(scope, receive, send)
             return
+        if _has_body(scope):
+            # A slow or stalled upload must not hold a slot: 64 clients trickling bodies would make
+            # the service refuse everyone. The body (up to max_body; beyond it the app answers 413)
+            # is read first, then replayed to the app.
+            receive = await _body_first(receive, self.max_body)
         if self.in_flight >= self.limit:
             self.rejected += 1
             await send(self._refusal_start)
@@ -184,6 +192,32 @@ class AdmissionControl:
             await self.app(scope, receive, send)
         finally:
             self.in_flight -= 1
+
+
+def _has_body(scope: Scope) -> bool:
+    length = (_header(scope, b"content-length") or b"0").strip()
+    return length not in (b"0", b"") or _header(scope, b"transfer-encoding") is not None
+
+
+async def _body_first(receive: Receive, max_body: int) -> Receive:
+    """Read the request's body messages now (stopping past ``max_body`` bytes or at a disconnect)
+    and return a ``receive`` that hands them out again, then continues with the real one."""
+    buffered: list[Message] = []
+    size = 0
+    while True:
+        message = await receive()
+        buffered.append(message)
+        if message["type"] != "http.request":
+            break
+        size += len(message.get("body", b""))
+        if not message.get("more_body") or size > max_body:
+            break
+    buffered.reverse()
+
+    async def replay() -> Message:
+        return buffered.pop() if buffered else await receive()
+
+    return replay
 
 
 class ApiKeyGate:
@@ -211,7 +245,7 @@ class ApiKeyGate:
         ok = self.authorized(scope)
         scope["authenticated"] = ok  # type: ignore[literal-required]
         preflight = self.cors and scope["method"] == "OPTIONS" and _header(scope, b"access-control-request-method")
-        if ok or preflight or scope["path"] in self.open_paths:
+        if ok or preflight or is_open_path(scope["path"], self.open_paths):
             await self.app(scope, receive, send)
             return
         await send_error(send, 401, "unauthorized",

@@ -6,7 +6,7 @@ records) so every adapter and every entry point (REST, CLI, tests) gets the same
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from domain.errors import Invalid, NotFound
 from domain.keywords import MATCH_MODES, MatchMode, plain_query
@@ -20,6 +20,11 @@ MAX_LIMIT = 1000
 MAX_BATCH = 1000
 MAX_TEXT = 100_000
 MAX_NAME = 512
+MAX_OFFSET = 2**63 - 1  # SQLite's largest integer: beyond it the store would overflow, not answer
+MAX_COUNT = 2**31  # the API's token count range
+# Metadata deeper than this is refused: near the interpreter's recursion limit a value that was
+# stored could no longer be read back in a list, breaking that list for every client.
+MAX_METADATA_DEPTH = 128
 
 
 def check_limit(value: int, field: str = "limit", maximum: int = MAX_LIMIT) -> int:
@@ -31,6 +36,8 @@ def check_limit(value: int, field: str = "limit", maximum: int = MAX_LIMIT) -> i
 def check_offset(value: int) -> int:
     if value < 0:
         raise Invalid("offset must not be negative", field="offset")
+    if value > MAX_OFFSET:
+        raise Invalid(f"offset must be at most {MAX_OFFSET}", field="offset")
     return value
 
 
@@ -47,6 +54,23 @@ def check_text(value: str, field: str, *, maximum: int = MAX_TEXT, allow_empty: 
 def check_count(value: int | None, field: str) -> int | None:
     if value is not None and value < 0:
         raise Invalid(f"{field} must not be negative", field=field)
+    if value is not None and value > MAX_COUNT:
+        raise Invalid(f"{field} must be at most {MAX_COUNT}", field=field)
+    return value
+
+
+def check_metadata(value: Metadata | None, field: str = "metadata") -> Metadata | None:
+    """``value`` when it nests at most ``MAX_METADATA_DEPTH`` objects/arrays deep (measured
+    without recursion, so no depth can crash the check itself)."""
+    stack = [(value, 1)] if value is not None else []
+    while stack:
+        item, depth = stack.pop()
+        children = item.values() if isinstance(item, Mapping) else item if isinstance(item, (list, tuple)) else None
+        if children is None:
+            continue
+        if depth > MAX_METADATA_DEPTH:
+            raise Invalid(f"{field} nests deeper than {MAX_METADATA_DEPTH} levels", field=field)
+        stack.extend((child, depth + 1) for child in children)
     return value
 
 
@@ -61,6 +85,7 @@ class SessionService:
         self._store = store
 
     async def create(self, external_id: str, metadata: Metadata) -> Session:
+        check_metadata(metadata)
         return await self._store.create_session(check_text(external_id, "externalId", maximum=MAX_NAME), metadata)
 
     async def get(self, session_id: int) -> Session:
@@ -73,6 +98,7 @@ class SessionService:
         return await self._store.list_sessions(check_limit(limit), check_offset(offset))
 
     async def update(self, session_id: int, metadata: Metadata) -> Session:
+        check_metadata(metadata)
         return _found(await self._store.update_session(session_id, metadata), "session", session_id)
 
     async def delete(self, session_id: int) -> None:
@@ -90,6 +116,7 @@ class EpisodeService:
         if not (new.user_message.strip() or new.ai_response.strip()):
             raise Invalid("userMessage and aiResponse must not both be empty", field="userMessage")
         check_count(new.token_count, "tokenCount")
+        check_metadata(new.metadata)
         return new
 
     async def add(self, new: NewEpisode) -> Episode:
@@ -110,6 +137,14 @@ class EpisodeService:
             if value is not None:
                 check_text(value, field, allow_empty=True)
         check_count(changes.token_count, "tokenCount")
+        check_metadata(changes.metadata)
+        if changes.user_message is not None or changes.ai_response is not None:
+            # The rule of add: the episode that results must say something on one side at least.
+            current = _found(await self._store.get_episode(episode_id), "episode", episode_id)
+            user = current.user_message if changes.user_message is None else changes.user_message
+            ai = current.ai_response if changes.ai_response is None else changes.ai_response
+            if not (user.strip() or ai.strip()):
+                raise Invalid("userMessage and aiResponse must not both be empty", field="userMessage")
         return _found(await self._store.update_episode(episode_id, changes), "episode", episode_id)
 
     async def delete(self, episode_id: int) -> None:
@@ -142,6 +177,7 @@ class EntityService:
         check_text(new.type, "type", maximum=MAX_NAME)
         if new.notes is not None:
             check_text(new.notes, "notes", allow_empty=True)
+        check_metadata(new.metadata)
         return await self._store.upsert_entity(new)
 
     async def get(self, entity_id: int) -> Entity:
@@ -158,6 +194,7 @@ class EntityService:
 
     async def relate(self, new: NewRelationship) -> Upserted[Relationship]:
         check_text(new.label, "label", maximum=MAX_NAME)
+        check_metadata(new.metadata)
         return await self._store.upsert_relationship(new)
 
     async def relationships(self, entity_id: int, direction: Direction = "out") -> list[Relationship]:
@@ -179,6 +216,7 @@ class SummaryService:
         check_text(new.content, "content")
         check_count(new.token_count, "tokenCount")
         check_count(new.episode_count, "episodeCount")
+        check_metadata(new.metadata)
         return await self._store.add_summary(new)
 
     async def get(self, summary_id: int) -> Summary:

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from typing import Annotated
 
+from litestar.connection import ASGIConnection
 from litestar.datastructures import State
 from litestar.di import Provide
+from litestar.exceptions import NotFoundException
+from litestar.handlers import BaseRouteHandler
 from litestar.openapi import ResponseSpec
 from litestar.openapi.spec import Example
 from litestar.params import Parameter
@@ -20,6 +24,19 @@ MAX_ID = 2**63 - 1
 PathId = Annotated[int, Parameter(ge=1, le=MAX_ID, description="a positive integer id")]
 Limit = Annotated[int, Parameter(ge=1, le=1000, description="page size, 1-1000")]
 Offset = Annotated[int, Parameter(ge=0, le=MAX_ID, description="rows to skip")]
+
+
+_INTEGER = re.compile(r"-?[0-9]+")  # a sign is let through so "-1" stays a 400 (out of range)
+
+
+def ids_are_digits(connection: ASGIConnection, _: BaseRouteHandler) -> None:
+    """A guard on every route: a path id is ASCII digits (a leading "-" is left to the range check). Converting the path text to ``PathId``
+    alone would take "1.0" and "1e0" as 1, so ``DELETE /sessions/1e0`` would delete session 1."""
+    for name, value in connection.path_params.items():
+        if name.endswith("_id") and name != "external_id" and not (
+            isinstance(value, str) and _INTEGER.fullmatch(value)
+        ):
+            raise NotFoundException(f"no such resource: {connection.url.path}")
 
 
 def _sessions(state: State) -> SessionService:

@@ -155,6 +155,54 @@ def test_ids_are_ascii_digits_only(client, session_id, value):
     assert client.get(f"/sessions/{session_id}").status_code == 200
 
 
+@pytest.mark.parametrize("suffix", [".0", "e0", ".0e0", "0e-1", "E0"])
+def test_an_id_in_float_notation_names_no_record(client, session_id, suffix):
+    # "1.0" and "1e0" are numbers equal to 1 but not ids: they must not read, change or delete record 1.
+    episode = client.post("/episodes", json={"sessionId": session_id, **EPISODE}).json()["id"]
+    for path in (f"/sessions/{session_id}{suffix}", f"/episodes/{episode}{suffix}",
+                 f"/sessions/{session_id}{suffix}/episodes"):
+        assert client.get(path).status_code == 404, path
+        assert client.delete(path).status_code in (404, 405), path
+    assert client.patch(f"/sessions/{session_id}{suffix}", json={"metadata": {"a": 1}}).status_code == 404
+    assert client.get(f"/sessions/{session_id}").json()["metadata"] == {}
+    assert client.get(f"/episodes/{episode}").status_code == 200
+
+
+@pytest.mark.parametrize("change", [{"userMessage": "", "aiResponse": " "}, {"aiResponse": "\n"}])
+def test_a_patch_cannot_empty_both_sides_of_an_episode(client, session_id, change):
+    # POST refuses an episode with nothing on either side; PATCH must not make one.
+    episode = client.post("/episodes", json={"sessionId": session_id, "userMessage": " ", "aiResponse": "kept"}).json()
+    _error(client.patch(f"/episodes/{episode['id']}", json=change), 400, "userMessage")
+    assert client.get(f"/episodes/{episode['id']}").json()["aiResponse"] == "kept"
+    assert client.patch(f"/episodes/{episode['id']}", json={"userMessage": "now here", "aiResponse": ""}).status_code == 200
+
+
+def _nested(depth: int) -> dict:
+    value: dict = {"leaf": 1}
+    for _ in range(depth - 1):
+        value = {"a": value}
+    return value
+
+
+@pytest.mark.parametrize(("method", "path", "body"), [
+    ("POST", "/sessions", {"externalId": "deep"}), ("PATCH", "/sessions/{sid}", {}),
+    ("POST", "/episodes", {"sessionId": "{sid}", **EPISODE}), ("PATCH", "/episodes/{eid}", {}),
+    ("POST", "/entities", {"name": "n", "type": "t"}), ("POST", "/summaries", {"sessionId": "{sid}", "content": "c"}),
+])
+def test_metadata_nested_deeper_than_the_limit_is_a_400_and_stored_records_stay_readable(
+        client, session_id, method, path, body):
+    # Metadata that decodes but nests near the recursion limit was stored, then every list holding it
+    # answered "nested too deeply": one client could break GET /sessions for all.
+    episode = client.post("/episodes", json={"sessionId": session_id, **EPISODE}).json()["id"]
+    fill = {k: session_id if v == "{sid}" else v for k, v in body.items()}
+    target = path.format(sid=session_id, eid=episode)
+    _error(client.request(method, target, json={**fill, "metadata": _nested(129)}), 400, "metadata")
+    assert client.request(method, target, json={**fill, "metadata": _nested(128)}).status_code in (200, 201)
+    for listing in ("/sessions?limit=1000", f"/sessions/{session_id}/episodes?limit=1000", "/entities/by-type/t",
+                    f"/sessions/{session_id}/summaries"):
+        assert client.get(listing).status_code == 200, listing
+
+
 def test_a_405_says_which_methods_are_allowed(client, session_id):
     response = client.put(f"/sessions/{session_id}", json={})
     _error(response, 405)

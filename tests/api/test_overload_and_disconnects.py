@@ -67,6 +67,43 @@ async def test_requests_beyond_the_limit_get_503_with_retry_after_at_once_and_he
     assert again.status == 200
 
 
+async def test_a_slow_upload_holds_no_slot_until_its_body_has_arrived():
+    # Clients trickling bodies (or stalling mid-upload) must not use up MAX_IN_FLIGHT and make the
+    # service refuse everyone else: a request counts once the body it announced is in.
+    more = asyncio.Event()
+    received: list[bytes] = []
+
+    async def app(scope, receive, send):
+        if scope["method"] == "POST":
+            while True:
+                message = await receive()
+                received.append(message.get("body", b""))
+                if not message.get("more_body"):
+                    break
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"ok"})
+
+    chunks = [{"type": "http.request", "body": b'{"a": ', "more_body": True},
+              {"type": "http.request", "body": b"1}", "more_body": False}]
+
+    async def trickle():
+        if len(chunks) == 1:
+            await more.wait()
+        return chunks.pop(0)
+
+    gate = AdmissionControl(app, limit=1, exempt=())
+    upload = Recorder()
+    uploading = asyncio.create_task(gate(_scope("POST", "/sessions", [(b"content-length", b"8")]), trickle, upload))
+    while len(chunks) == 2:
+        await asyncio.sleep(0)
+    other = Recorder()
+    await gate(_scope("GET", "/sessions"), None, other)
+    assert other.status == 200 and gate.rejected == 0
+    more.set()
+    await uploading
+    assert upload.status == 200 and b"".join(received) == b'{"a": 1}' and gate.in_flight == 0
+
+
 async def test_a_zero_limit_turns_admission_control_off():
     async def app(scope, receive, send):
         await send({"type": "http.response.start", "status": 204, "headers": []})

@@ -69,6 +69,13 @@ def test_with_a_key_set_health_stays_open(keyed):
     assert keyed.get("/health").status_code == 200
 
 
+@pytest.mark.parametrize("path", ["/health/", "/health/live/", "/health/ready/", "/schema/"])
+def test_with_a_key_set_an_open_path_stays_open_with_a_trailing_slash(keyed, path):
+    # The router serves "/health/" as "/health": a probe configured with the slash must not get 401.
+    assert keyed.get(path).status_code == 200
+    assert keyed.get("/sessions/").status_code == 401
+
+
 def test_without_a_key_every_route_is_open(client):
     assert client.post("/sessions", json={"externalId": "open"}).status_code == 201
     assert client.get("/sessions").status_code == 200

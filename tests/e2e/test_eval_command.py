@@ -59,3 +59,11 @@ def test_eval_says_when_the_embedder_was_down_and_only_keywords_answered(tmp_pat
                 EMBEDDER="embedding-service", EMBEDDING_SERVICE_URL="http://127.0.0.1:9")
     assert done.returncode == 0, done.stderr
     assert "WARNING: 3 searches answered by the keyword leg alone" in done.stdout
+
+
+def test_a_json_path_that_cannot_be_written_is_refused_before_the_run(tmp_path: Path) -> None:
+    for target in (tmp_path, tmp_path / "missing-dir" / "table.json"):  # a directory; a file in no directory
+        done = _run(tmp_path, str(FIXTURES / "tiny.jsonl"), "--json", str(target))
+        assert done.returncode == 2, done.stderr
+        assert "--json" in done.stderr and "Traceback" not in done.stderr
+        assert "R@5" not in done.stdout  # refused before loading and searching anything

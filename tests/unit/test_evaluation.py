@@ -58,3 +58,22 @@ def test_recall_is_the_share_of_evidence_the_first_k_episodes_cover() -> None:
     assert recall(["b", "e"], ranked, 1) == 0.5
     assert recall(["b", "e"], ranked, 3) == 1.0
     assert recall(["z"], ranked, 3) == 0.0
+
+
+@pytest.mark.parametrize(("name", "content"), [
+    ("list.json", "[]"),  # a JSON array where a conversation object belongs
+    ("many.json", '[{"qa": [], "session_1": []}, 5]'),
+    ("qa.json", '{"qa": [null, 5], "session_1": [{"speaker": "A", "dia_id": "D1:1", "text": "hi"}]}'),
+    ("turn.json", '{"qa": [], "session_1": [null]}'),
+    ("deep.json", "[" * 100_000 + "]" * 100_000),
+    ("line.jsonl", '"turn text"\n'),  # a JSON string where a record belongs
+    ("deep.jsonl", "[" * 100_000 + "]" * 100_000 + "\n"),
+])
+def test_a_malformed_conversation_file_is_invalid_naming_it_not_a_crash(tmp_path: Path, name: str, content: str):
+    from app.evaluation import read_conversation
+
+    path = tmp_path / name
+    path.write_text(content)
+    with pytest.raises(Invalid) as raised:
+        read_conversation(path)
+    assert name in raised.value.message

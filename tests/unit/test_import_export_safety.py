@@ -50,6 +50,8 @@ def _episode_line(lines: list[dict]) -> dict:
     ("metadata", "not json"), ("metadata", "[1, 2]"), ("metadata", 7), ("created_at", "yesterday"),
     ("created_at", "0001-01-01T00:00:00+14:00"), ("token_count", "12"), ("token_count", -1),
     ("session_id", 0), ("user_message", None), ("user_message", "x" * 100_001), ("id", "1"),
+    ("user_message", "a\x00b"), ("ai_response", "\x00"), ("metadata", '{"a": NaN}'), ("metadata", '{"a": Infinity}'),
+    ("metadata", '{"a":' * 129 + "1" + "}" * 129),  # deeper than the API allows
 ])
 def test_an_import_row_that_breaks_the_api_rules_imports_nothing(tmp_path, exported, column, value):
     _db, lines = exported
@@ -62,6 +64,33 @@ def test_an_import_row_that_breaks_the_api_rules_imports_nothing(tmp_path, expor
         assert asyncio.run(store.counts())["sessions"] == 0  # all or nothing: the good rows too
     finally:
         asyncio.run(store.close())
+
+
+@pytest.mark.parametrize(("table", "changes", "field"), [
+    ("episodes", {"user_message": "", "ai_response": "  "}, "userMessage"),  # the API refuses both empty
+    ("sessions", {"external_id": "   "}, "externalId"),
+    ("sessions", {"external_id": "a\x00"}, "externalId"),
+])
+def test_an_import_row_the_api_would_refuse_as_text_imports_nothing(tmp_path, exported, table, changes, field):
+    _db, lines = exported
+    next(line for line in lines if line.get("table") == table)["row"].update(changes)
+    target = tmp_path / "target.db"
+    with pytest.raises(BackupError, match=field):
+        import_store(str(target), _write(tmp_path / "bad.jsonl", lines))
+    store = SqliteMemoryStore.open(str(target))
+    try:
+        assert asyncio.run(store.counts())["sessions"] == 0
+    finally:
+        asyncio.run(store.close())
+
+
+def test_a_line_nested_too_deeply_is_refused_by_line(tmp_path, exported):
+    _db, lines = exported
+    path = _write(tmp_path / "deep.jsonl", lines[:1])
+    with path.open("a") as out:
+        out.write('{"table": "sessions", "row": ' + "[" * 100_000 + "]" * 100_000 + "}\n")
+    with pytest.raises(BackupError, match="line 2"):
+        import_store(str(tmp_path / "target.db"), path)
 
 
 @pytest.mark.parametrize("version", [99, SCHEMA_VERSION + 1, 0, "1", None])
