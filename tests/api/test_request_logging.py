@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import json
 import logging
+import multiprocessing
+import re
 
 import pytest
 from litestar.testing import TestClient
 
 from app.logs import JsonFormatter
 from app.main import create_app
-from app.middleware import MAX_REQUEST_ID
+from app.middleware import MAX_REQUEST_ID, new_request_id
 
 
 def _request_lines(caplog) -> list[logging.LogRecord]:
@@ -83,3 +85,19 @@ def test_json_lines_carry_the_request_fields(client, caplog):
     assert {k: entry[k] for k in ("request_id", "method", "path", "status")} == {
         "request_id": "rid-1", "method": "POST", "path": "/sessions", "status": 201}
     assert isinstance(entry["duration_ms"], float)
+
+
+def _id_in_child(queue) -> None:
+    queue.put(new_request_id())
+
+
+def test_fresh_ids_are_32_hex_digits_and_a_forked_worker_draws_its_own_prefix():
+    ids = [new_request_id() for _ in range(1000)]
+    assert len(set(ids)) == 1000 and all(re.fullmatch(r"[0-9a-f]{32}", i) for i in ids)
+    queue = multiprocessing.get_context("fork").Queue()
+    child = multiprocessing.get_context("fork").Process(target=_id_in_child, args=(queue,))
+    child.start()
+    from_child = queue.get(timeout=30)
+    child.join(timeout=30)
+    # Same counter position is possible in a child forked now; the per-process prefix is what differs.
+    assert re.fullmatch(r"[0-9a-f]{32}", from_child) and from_child[:16] != ids[-1][:16]
