@@ -107,7 +107,9 @@ def serve(
     signal.signal(signal.SIGTERM, _exit_cleanly)
     # log_config=None: uvicorn's loggers go through app.logs (JSON when asked), not its own handlers.
     uvicorn.run(app, host=settings.host, port=settings.port, log_level=settings.log_level, log_config=None,
-                loop="uvloop", http="httptools", access_log=False, timeout_graceful_shutdown=10)
+                loop="uvloop", http="httptools", access_log=False, timeout_graceful_shutdown=10,
+                proxy_headers=settings.forwarded_allow_ips is not None,
+                forwarded_allow_ips=settings.forwarded_allow_ips)
 
 
 @cli.command()

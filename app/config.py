@@ -82,6 +82,9 @@ class Settings:
     index_optimize_every: int = 5_000
     index_inline_build_points: int = 5_000
     index_disk_reserve_mb: int = 128
+    # Proxies trusted for X-Forwarded-For/-Proto (uvicorn's list syntax); unset: no proxy
+    # headers read at all, which also spares uvicorn's proxy middleware on every request.
+    forwarded_allow_ips: str | None = None
 
     @property
     def secrets(self) -> tuple[str, ...]:
@@ -227,6 +230,7 @@ def load_settings(
         index_optimize_every=_int(env, "INDEX_OPTIMIZE_EVERY", 5_000, 1),
         index_inline_build_points=_int(env, "INDEX_INLINE_BUILD_POINTS", 5_000, 0),
         index_disk_reserve_mb=_int(env, "INDEX_DISK_RESERVE_MB", 128, 0),
+        forwarded_allow_ips=(env.get("FORWARDED_ALLOW_IPS") or "").strip() or None,
     )
 
 
