@@ -38,11 +38,12 @@ def _casefold(text: str | None) -> str | None:
 SYNCHRONOUS = ("full", "normal")
 
 
-def _configure(conn: sqlite3.Connection, *, writer: bool, synchronous: str = "full") -> None:
+def _configure(conn: sqlite3.Connection, *, writer: bool, synchronous: str = "full",
+               busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> None:
     # SQLite's lower() and LIKE fold ASCII only; name lookups must fold "ZOË" like Python does.
     conn.create_function("casefold", 1, _casefold, deterministic=True)
     # Each PRAGMA on its own statement: executescript would COMMIT implicitly and hide errors.
-    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    conn.execute(f"PRAGMA busy_timeout = {busy_timeout_ms}")
     conn.execute("PRAGMA foreign_keys = ON")
     if writer:
         conn.execute("PRAGMA journal_mode = WAL")
@@ -113,13 +114,13 @@ class SqliteDatabase:
         if self._start_error is not None:
             raise self._start_error
 
-    def _connect(self, *, writer: bool) -> sqlite3.Connection:
+    def _connect(self, *, writer: bool, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> sqlite3.Connection:
         if self._memory:
             conn = sqlite3.connect(self._uri, uri=True, isolation_level=None, check_same_thread=False)
         else:
             conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         conn.row_factory = sqlite3.Row
-        _configure(conn, writer=writer, synchronous=self.synchronous)
+        _configure(conn, writer=writer, synchronous=self.synchronous, busy_timeout_ms=busy_timeout_ms)
         if not writer:
             conn.execute("PRAGMA query_only = ON")
         return conn
@@ -274,14 +275,36 @@ class SqliteDatabase:
         except sqlite3.Error as exc:
             raise translate_error(exc) from exc
 
+    async def read_point(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """Run ``fn`` — a lookup of a few rows by primary key or unique index, nothing longer —
+        on the calling thread (the event loop's), sparing the thread-pool hop that costs more
+        than such a read. In WAL mode a reader takes no lock a writer holds; this connection
+        does not wait for one either (busy_timeout 0): a busy database sends the read to the pool."""
+        if self._memory:
+            return await self.write(fn)
+        if self._closed:
+            raise Unavailable("the database is closed")
+        try:
+            return fn(self._connection(busy_timeout_ms=0))
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc).lower() and "busy" not in str(exc).lower():
+                raise translate_error(exc) from exc
+        except sqlite3.Error as exc:
+            raise translate_error(exc) from exc
+        return await self.read(fn)
+
     def _read_in_thread(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        return fn(self._connection())
+
+    def _connection(self, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> sqlite3.Connection:
+        """This thread's reader connection (opened on first use, closed by ``close``)."""
         conn = getattr(self._local, "conn", None)
         if conn is None:
-            conn = self._connect(writer=False)
+            conn = self._connect(writer=False, busy_timeout_ms=busy_timeout_ms)
             self._local.conn = conn
             with self._reader_lock:
                 self._reader_conns.append(conn)
-        return fn(conn)
+        return conn
 
     def close(self) -> None:
         """Finish queued writes, then close every connection (idempotent)."""

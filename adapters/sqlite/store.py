@@ -507,11 +507,12 @@ class SqliteMemoryStore:
         return await self._db.write(op)
 
     async def _one(self, sql, params, mapper):
+        """One row by primary key or unique index: a point read, answered without a thread hop."""
         def op(conn: sqlite3.Connection):
             row = conn.execute(sql, params).fetchone()
             return mapper(row) if row else None
 
-        return await self._db.read(op)
+        return await self._db.read_point(op)
 
     async def _all(self, sql, params, mapper) -> list:
         return await self._db.read(lambda conn: [mapper(r) for r in conn.execute(sql, params).fetchall()])

@@ -1,0 +1,34 @@
+"""What the per-request trimming of issue 15 must not change: point reads answered on the event
+loop see every committed write, and proxy headers are read only from configured proxies."""
+
+from __future__ import annotations
+
+import asyncio
+
+from adapters.sqlite.store import SqliteMemoryStore
+from app.config import load_settings
+from domain.models import EpisodeChanges, NewEpisode
+
+
+async def test_point_reads_on_the_event_loop_see_each_committed_write_at_once(tmp_path) -> None:
+    store = SqliteMemoryStore.open(str(tmp_path / "m.db"))
+    try:
+        session = await store.create_session("conv-1", {})
+        [episode] = await store.add_episodes([NewEpisode(session.id, "first", "reply")])
+        for n in range(20):
+            await store.update_episode(episode.id, EpisodeChanges(f"edit {n}", None, None, None))
+            assert (await store.get_episode(episode.id)).user_message == f"edit {n}"
+        await store.delete_episode(episode.id)
+        assert await store.get_episode(episode.id) is None
+        # Many at once on the one loop connection: each answers its own row.
+        found = await asyncio.gather(*(store.get_session(session.id) for _ in range(50)))
+        assert {s.external_id for s in found} == {"conv-1"}
+    finally:
+        await store.close()
+
+
+def test_proxy_headers_are_trusted_only_from_the_configured_proxies(tmp_path) -> None:
+    base = {"SQLITE_PATH": str(tmp_path / "m.db")}
+    assert load_settings(base, dotenv=None).forwarded_allow_ips is None
+    assert load_settings({**base, "FORWARDED_ALLOW_IPS": " 10.0.0.1,10.0.0.2 "},
+                         dotenv=None).forwarded_allow_ips == "10.0.0.1,10.0.0.2"
