@@ -17,7 +17,6 @@ import sqlite3
 import threading
 import uuid
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TypeVar
 
@@ -103,7 +102,10 @@ class SqliteDatabase:
         self._closing = threading.Lock()
         self._closed = False
         self._local = threading.local()
-        self._readers = ThreadPoolExecutor(max_workers=READ_THREADS, thread_name_prefix="sqlite-read")
+        # Reader threads take (fn, future, loop) from one queue and answer like the writer does:
+        # a plain queue and call_soon_threadsafe cost less per read than run_in_executor.
+        self._read_queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._readers: list[threading.Thread] = []
         self._reader_conns: list[sqlite3.Connection] = []
         self._reader_lock = threading.Lock()
         self._started = threading.Event()
@@ -113,6 +115,11 @@ class SqliteDatabase:
         self._started.wait()
         if self._start_error is not None:
             raise self._start_error
+        if not self._memory:  # in-memory databases read on the writer
+            self._readers = [threading.Thread(target=self._read_loop, name=f"sqlite-read_{n}", daemon=True)
+                             for n in range(READ_THREADS)]
+            for reader in self._readers:
+                reader.start()
 
     def _connect(self, *, writer: bool, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> sqlite3.Connection:
         if self._memory:
@@ -266,10 +273,11 @@ class SqliteDatabase:
         if self._memory:
             return await self.write(fn)
         loop = asyncio.get_running_loop()
-        try:
-            future = loop.run_in_executor(self._readers, self._read_in_thread, fn)
-        except RuntimeError:  # the pool is shut down: close() has run
-            raise Unavailable("the database is closed") from None
+        future: asyncio.Future[T] = loop.create_future()
+        with self._closing:
+            if self._closed:
+                raise Unavailable("the database is closed")
+            self._read_queue.put((fn, future, loop))
         try:
             return await future
         except sqlite3.Error as exc:
@@ -293,8 +301,14 @@ class SqliteDatabase:
             raise translate_error(exc) from exc
         return await self.read(fn)
 
-    def _read_in_thread(self, fn: Callable[[sqlite3.Connection], T]) -> T:
-        return fn(self._connection())
+    def _read_loop(self) -> None:
+        while (item := self._read_queue.get()) is not _STOP:
+            fn, future, loop = item
+            try:
+                result, error = fn(self._connection()), None
+            except BaseException as exc:  # handed to the caller, never kills the reader
+                result, error = None, exc
+            self._settle(future, loop, result, error)
 
     def _connection(self, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> sqlite3.Connection:
         """This thread's reader connection (opened on first use, closed by ``close``)."""
@@ -314,7 +328,10 @@ class SqliteDatabase:
             self._closed = True
             self._queue.put(_STOP)
         self._writer.join()
-        self._readers.shutdown(wait=True)
+        for _ in self._readers:
+            self._read_queue.put(_STOP)
+        for reader in self._readers:
+            reader.join()
         with self._reader_lock:
             for conn in self._reader_conns:
                 conn.close()
