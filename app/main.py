@@ -21,7 +21,7 @@ from app.metrics import ServiceMetrics, metrics
 from app.middleware import (
     AdmissionControl, ApiKeyGate, JsonBodiesOnly, RequestObserver, install_request_id_filter,
 )
-from app.routes.deps import DEPENDENCIES, ids_are_digits
+from app.routes.deps import dependencies, ids_are_digits
 from app.routes.entities import EntityController, RelationshipController
 from app.routes.episodes import EpisodeController
 from app.routes.retrieval import RetrievalController
@@ -114,7 +114,7 @@ def create_app(settings: Settings, container: Container | None = None) -> Litest
             *HEALTH_ROUTES, SessionController, EpisodeController, EntityController, RelationshipController,
             SummaryController, RetrievalController, metrics, docs_asset, mcp_endpoint,
         ],
-        dependencies=DEPENDENCIES,
+        dependencies=dependencies(container),
         guards=[ids_are_digits],
         exception_handlers=EXCEPTION_HANDLERS,
         state=State({"container": container, "worker": worker, "health": monitor, "metrics": service_metrics}),
