@@ -115,7 +115,7 @@ class ServiceMetrics:
                                     "1 while the index volume is below its free-space reserve", registry=r)
         self._indexing_registered = False
         # (method, route, status) -> its counter and histogram children: ``labels()`` validates
-        # and locks on every call, a measurable share of a fast request. Bounded by the routes.
+        # and locks on every call, a measurable share of a fast request. Grows with the series.
         self._request_children: dict[tuple[str, str, int], tuple] = {}
 
     def watch_admission(self, admission) -> None:

@@ -40,8 +40,9 @@ request_id_var: ContextVar[str | None] = ContextVar("request_id", default=None)
 
 class _RequestIds:
     """32 hex characters like ``uuid4().hex``: 64 random bits drawn once per process, then a
-    counter. As unique as uuid4 across processes and restarts, without an ``os.urandom`` call
-    (a syscall) per request. A forked child draws its own prefix."""
+    counter. Never repeated within a process; two processes share a prefix with odds of 1 in
+    2**64. Spares an ``os.urandom`` call (a syscall) per request. A forked child draws its own
+    prefix."""
 
     def __init__(self) -> None:
         self.reseed()
