@@ -40,7 +40,7 @@ from domain.index_source import RETRY_SECONDS, StoreSource
 from domain.vectors import COLLECTIONS, ModelRef, VectorFilter, VectorHit, VectorPoint, encode_vector
 from ports.embedder import Embedder
 from ports.index_catalog import Generation, IndexCatalog
-from ports.memory_store import MemoryStore
+from ports.store import Store
 from ports.vector_index import VectorIndex
 
 log = logging.getLogger("nexusai.index")
@@ -60,7 +60,7 @@ class IndexManager(StoreSource):
     """
 
     def __init__(
-        self, index: VectorIndex, catalog: IndexCatalog, store: MemoryStore, embedder: Embedder,
+        self, index: VectorIndex, catalog: IndexCatalog, store: Store, embedder: Embedder,
         embedder_kind: str, *, verify_seconds: float = 300.0, check_seconds: float = 5.0,
     ) -> None:
         self._index = index
@@ -101,7 +101,7 @@ class IndexManager(StoreSource):
         for leftover in existing or ():
             if mine in leftover and leftover not in {g.physical for g in active.values()}:
                 await self._drop(leftover)
-        rows = await self._store.counts()
+        rows = await self._store.operations.counts()
         self._next_verify = time.monotonic() + self._verify_seconds
         for name, state in self._states.items():
             state.rows = rows.get(name, 0)
@@ -269,7 +269,7 @@ class IndexManager(StoreSource):
         await self.verify(state.name)
 
     async def _row_count(self, name: str) -> int:
-        return (await self._store.counts()).get(name, 0)
+        return (await self._store.operations.counts()).get(name, 0)
 
     async def _catch_up(self, state: CollectionState, physical: str) -> None:
         """Replay onto ``physical`` the writes made since the build started."""
@@ -348,8 +348,8 @@ class IndexManager(StoreSource):
         A difference the outbox cannot explain (more than its queued jobs) marks the collection
         diverged and brings its verification forward: a shard emptied under a running service
         is repaired within a health interval, not at the next periodic verification."""
-        rows = await self._store.counts()
-        backlog = await self._store.backlog()
+        rows = await self._store.operations.counts()
+        backlog = await self._store.outbox.backlog()
         queued = backlog.pending + getattr(backlog, "dead", 0)
         for state in self._states.values():
             state.rows = rows.get(state.name, 0)

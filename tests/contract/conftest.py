@@ -9,17 +9,17 @@ import pytest
 
 from adapters.memory.store import InMemoryMemoryStore
 from adapters.sqlite.store import SqliteMemoryStore
-from ports.memory_store import MemoryStore
+from ports.store import Store
 
 
-def _open_store(kind: str, tmp_path: Path) -> MemoryStore:
+def _open_store(kind: str, tmp_path: Path) -> Store:
     if kind == "memory":
         return InMemoryMemoryStore()
     return SqliteMemoryStore.open(str(tmp_path / "memory.db"))
 
 
 @pytest.fixture(params=["memory", "sqlite"])
-async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[MemoryStore]:
+async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Store]:
     """Every store adapter in turn, empty, closed after the test."""
     opened = _open_store(request.param, tmp_path)
     yield opened

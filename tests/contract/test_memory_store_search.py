@@ -10,10 +10,11 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from domain import writes
 from domain.errors import Invalid
 from domain.keywords import KeywordQuery, plain_query, recall_query
 from domain.models import EpisodeChanges, NewEntity, NewEpisode, NewSummary, Session, format_timestamp
-from ports.memory_store import MemoryStore
+from ports.store import Store
 
 T0 = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
 FAR_FUTURE = datetime(2100, 1, 1, tzinfo=UTC)
@@ -29,219 +30,219 @@ SYNTAX_AND_UNICODE = [
 ]
 
 
-async def a_session(store: MemoryStore, external_id: str = "conv-1") -> Session:
-    return await store.create_session(external_id, {})
+async def a_session(store: Store, external_id: str = "conv-1") -> Session:
+    return await store.uow.run(lambda tx: writes.create_session(tx, external_id, {}))
 
 
-async def search(store: MemoryStore, text: str, mode: str = "all", source: str = "episodes",
+async def search(store: Store, text: str, mode: str = "all", source: str = "episodes",
                  limit: int = 10, session_id: int | None = None) -> list[int]:
-    hits = await store.keyword_search(source, plain_query(text, mode), limit, session_id)  # type: ignore[arg-type]
+    hits = await store.keywords.search(source, plain_query(text, mode), limit, session_id)  # type: ignore[arg-type]
     return [h.item.id for h in hits]
 
 
-async def jobs(store: MemoryStore) -> list[tuple[str, str, int]]:
-    return [(j.collection, j.op, j.ref_id) for j in await store.due_jobs(10_000, FAR_FUTURE)]
+async def jobs(store: Store) -> list[tuple[str, str, int]]:
+    return [(j.collection, j.op, j.ref_id) for j in await store.outbox.due(10_000, FAR_FUTURE)]
 
 
 # ---- keyword search: the index follows every write --------------------------------------------
 
 
-async def test_a_new_episode_is_found_by_its_words(store: MemoryStore) -> None:
+async def test_a_new_episode_is_found_by_its_words(store: Store) -> None:
     session = await a_session(store)
-    [episode] = await store.add_episodes([NewEpisode(session.id, "Where is the lighthouse?", "On the cliff.")])
+    [episode] = await store.uow.run(lambda tx: writes.add_episodes(tx, [NewEpisode(session.id, "Where is the lighthouse?", "On the cliff.")]))
     assert await search(store, "lighthouse") == [episode.id]
     assert await search(store, "cliff") == [episode.id]
     assert await search(store, "LIGHTHOUSE cliff") == [episode.id]
     assert await search(store, "submarine") == []
 
 
-async def test_an_updated_episode_is_found_by_its_new_words_only(store: MemoryStore) -> None:
+async def test_an_updated_episode_is_found_by_its_new_words_only(store: Store) -> None:
     session = await a_session(store)
-    [episode] = await store.add_episodes([NewEpisode(session.id, "tell me about penguins", "they swim")])
-    await store.update_episode(episode.id, EpisodeChanges(user_message="tell me about giraffes"))
+    [episode] = await store.uow.run(lambda tx: writes.add_episodes(tx, [NewEpisode(session.id, "tell me about penguins", "they swim")]))
+    await store.uow.run(lambda tx: writes.update_episode(tx, episode.id, EpisodeChanges(user_message="tell me about giraffes")))
     assert await search(store, "penguins") == []
     assert await search(store, "giraffes") == [episode.id]
     assert await search(store, "swim") == [episode.id]
-    await store.update_episode(episode.id, EpisodeChanges(metadata={"only": "metadata"}))
+    await store.uow.run(lambda tx: writes.update_episode(tx, episode.id, EpisodeChanges(metadata={"only": "metadata"})))
     assert await search(store, "giraffes swim") == [episode.id]
 
 
-async def test_a_deleted_episode_is_no_longer_found(store: MemoryStore) -> None:
+async def test_a_deleted_episode_is_no_longer_found(store: Store) -> None:
     session = await a_session(store)
-    gone, kept = await store.add_episodes([NewEpisode(session.id, "volcano", "lava"),
-                                           NewEpisode(session.id, "volcano", "ash")])
-    await store.delete_episode(gone.id)
+    gone, kept = await store.uow.run(lambda tx: writes.add_episodes(tx, [NewEpisode(session.id, "volcano", "lava"),
+                                           NewEpisode(session.id, "volcano", "ash")]))
+    await store.uow.run(lambda tx: writes.delete_episode(tx, gone.id))
     assert await search(store, "volcano") == [kept.id]
     assert await search(store, "lava") == []
 
 
-async def test_episodes_of_a_deleted_session_are_no_longer_found(store: MemoryStore) -> None:
+async def test_episodes_of_a_deleted_session_are_no_longer_found(store: Store) -> None:
     session = await a_session(store)
-    await store.add_episodes([NewEpisode(session.id, "glacier", "ice")])
-    await store.add_summary(NewSummary(session.id, "a chat about glacier ice"))
-    await store.delete_session(session.id)
+    await store.uow.run(lambda tx: writes.add_episodes(tx, [NewEpisode(session.id, "glacier", "ice")]))
+    await store.uow.run(lambda tx: writes.add_summary(tx, NewSummary(session.id, "a chat about glacier ice")))
+    await store.uow.run(lambda tx: writes.delete_session(tx, session.id))
     assert await search(store, "glacier") == []
     assert await search(store, "glacier", source="summaries") == []
 
 
-async def test_summaries_are_keyword_searchable(store: MemoryStore) -> None:
+async def test_summaries_are_keyword_searchable(store: Store) -> None:
     session, other = await a_session(store, "a"), await a_session(store, "b")
-    mine = await store.add_summary(NewSummary(session.id, "planning the trip to Lisbon"))
-    theirs = await store.add_summary(NewSummary(other.id, "a trip to Porto"))
+    mine = await store.uow.run(lambda tx: writes.add_summary(tx, NewSummary(session.id, "planning the trip to Lisbon")))
+    theirs = await store.uow.run(lambda tx: writes.add_summary(tx, NewSummary(other.id, "a trip to Porto")))
     assert set(await search(store, "trip", source="summaries")) == {mine.id, theirs.id}
     assert await search(store, "trip", source="summaries", session_id=session.id) == [mine.id]
-    await store.delete_summary(mine.id)
+    await store.uow.run(lambda tx: writes.delete_summary(tx, mine.id))
     assert await search(store, "lisbon", source="summaries") == []
 
 
-async def test_entities_are_searchable_by_name_type_and_notes_and_follow_upserts(store: MemoryStore) -> None:
-    ada = (await store.upsert_entity(NewEntity("Ada Lovelace", "person", "wrote notes on the engine"))).item
+async def test_entities_are_searchable_by_name_type_and_notes_and_follow_upserts(store: Store) -> None:
+    ada = (await store.uow.run(lambda tx: writes.upsert_entity(tx, NewEntity("Ada Lovelace", "person", "wrote notes on the engine")))).item
     assert await search(store, "lovelace", source="entities") == [ada.id]
     assert await search(store, "person", source="entities") == [ada.id]
     assert await search(store, "engine", source="entities", session_id=12345) == [ada.id]  # no session filter
-    await store.upsert_entity(NewEntity("Ada Lovelace", "person", "a poet's daughter"))
+    await store.uow.run(lambda tx: writes.upsert_entity(tx, NewEntity("Ada Lovelace", "person", "a poet's daughter")))
     assert await search(store, "engine", source="entities") == []
     assert await search(store, "daughter", source="entities") == [ada.id]
-    await store.delete_entity(ada.id)
+    await store.uow.run(lambda tx: writes.delete_entity(tx, ada.id))
     assert await search(store, "daughter", source="entities") == []
 
 
 # ---- keyword search: semantics -------------------------------------------------------------------
 
 
-async def test_all_mode_needs_every_term_and_any_mode_needs_one(store: MemoryStore) -> None:
+async def test_all_mode_needs_every_term_and_any_mode_needs_one(store: Store) -> None:
     session = await a_session(store)
-    both, apple, pear = await store.add_episodes([
+    both, apple, pear = await store.uow.run(lambda tx: writes.add_episodes(tx, [
         NewEpisode(session.id, "apple and pear", "x"),
         NewEpisode(session.id, "apple only", "x"),
         NewEpisode(session.id, "pear only", "x"),
-    ])
+    ]))
     assert await search(store, "apple pear", "all") == [both.id]
     found = await search(store, "apple pear", "any")
     assert found[0] == both.id and set(found) == {both.id, apple.id, pear.id}
 
 
-async def test_words_match_whole_never_as_prefixes(store: MemoryStore) -> None:
+async def test_words_match_whole_never_as_prefixes(store: Store) -> None:
     session = await a_session(store)
-    await store.add_episodes([NewEpisode(session.id, "category theory", "alphabet")])
+    await store.uow.run(lambda tx: writes.add_episodes(tx, [NewEpisode(session.id, "category theory", "alphabet")]))
     assert await search(store, "cat") == []
     assert await search(store, "alpha") == []
 
 
-async def test_a_recall_query_drops_stop_words_and_matches_any_term(store: MemoryStore) -> None:
+async def test_a_recall_query_drops_stop_words_and_matches_any_term(store: Store) -> None:
     session = await a_session(store)
-    [trip, _] = await store.add_episodes([NewEpisode(session.id, "she did say the trip to Rome", "was lovely"),
-                                          NewEpisode(session.id, "what did she say", "nothing")])
-    hits = await store.keyword_search("episodes", recall_query("what did she say about the trip"), 10)
+    [trip, _] = await store.uow.run(lambda tx: writes.add_episodes(tx, [NewEpisode(session.id, "she did say the trip to Rome", "was lovely"),
+                                          NewEpisode(session.id, "what did she say", "nothing")]))
+    hits = await store.keywords.search("episodes", recall_query("what did she say about the trip"), 10)
     assert hits[0].item.id == trip.id
 
 
-async def test_keyword_search_filters_by_session(store: MemoryStore) -> None:
+async def test_keyword_search_filters_by_session(store: Store) -> None:
     mine, theirs = await a_session(store, "a"), await a_session(store, "b")
-    [a] = await store.add_episodes([NewEpisode(mine.id, "kayak", "x")])
-    [b] = await store.add_episodes([NewEpisode(theirs.id, "kayak", "x")])
+    [a] = await store.uow.run(lambda tx: writes.add_episodes(tx, [NewEpisode(mine.id, "kayak", "x")]))
+    [b] = await store.uow.run(lambda tx: writes.add_episodes(tx, [NewEpisode(theirs.id, "kayak", "x")]))
     assert set(await search(store, "kayak")) == {a.id, b.id}
     assert await search(store, "kayak", session_id=mine.id) == [a.id]
     assert await search(store, "kayak", session_id=999) == []
 
 
-async def test_keyword_search_filters_by_since_and_until_inclusively(store: MemoryStore) -> None:
+async def test_keyword_search_filters_by_since_and_until_inclusively(store: Store) -> None:
     session = await a_session(store)
-    made = await store.add_episodes([
+    made = await store.uow.run(lambda tx: writes.add_episodes(tx, [
         NewEpisode(session.id, "comet", "x", created_at=format_timestamp(T0 + timedelta(days=d))) for d in range(4)
-    ])
+    ]))
     q = plain_query("comet")
-    window = await store.keyword_search("episodes", q, 10, since=T0 + timedelta(days=1), until=T0 + timedelta(days=2))
+    window = await store.keywords.search("episodes", q, 10, since=T0 + timedelta(days=1), until=T0 + timedelta(days=2))
     assert sorted(h.item.id for h in window) == [made[1].id, made[2].id]
-    later = await store.keyword_search("episodes", q, 10, since=T0 + timedelta(days=3))
+    later = await store.keywords.search("episodes", q, 10, since=T0 + timedelta(days=3))
     assert [h.item.id for h in later] == [made[3].id]
-    earlier = await store.keyword_search("episodes", q, 10, until=T0 - timedelta(seconds=1))
+    earlier = await store.keywords.search("episodes", q, 10, until=T0 - timedelta(seconds=1))
     assert earlier == []
 
 
-async def test_keyword_search_returns_at_most_limit_hits(store: MemoryStore) -> None:
+async def test_keyword_search_returns_at_most_limit_hits(store: Store) -> None:
     session = await a_session(store)
-    await store.add_episodes([NewEpisode(session.id, f"meteor number {i}", "x") for i in range(7)])
+    await store.uow.run(lambda tx: writes.add_episodes(tx, [NewEpisode(session.id, f"meteor number {i}", "x") for i in range(7)]))
     assert len(await search(store, "meteor", limit=3)) == 3
     assert len(await search(store, "meteor", limit=50)) == 7
     assert await search(store, "meteor", limit=0) == []
 
 
-async def test_keyword_search_ranks_the_best_match_first(store: MemoryStore) -> None:
+async def test_keyword_search_ranks_the_best_match_first(store: Store) -> None:
     session = await a_session(store)
-    once, often, both = await store.add_episodes([
+    once, often, both = await store.uow.run(lambda tx: writes.add_episodes(tx, [
         NewEpisode(session.id, "a note about the harbour and many other unrelated things today", "fine"),
         NewEpisode(session.id, "harbour harbour harbour", "harbour"),
         NewEpisode(session.id, "harbour lights at night", "x"),
-    ])
-    hits = await store.keyword_search("episodes", plain_query("harbour"), 10)
+    ]))
+    hits = await store.keywords.search("episodes", plain_query("harbour"), 10)
     assert hits[0].item.id == often.id
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
-    any_hits = await store.keyword_search("episodes", plain_query("harbour night", "any"), 10)
+    any_hits = await store.keywords.search("episodes", plain_query("harbour night", "any"), 10)
     assert any_hits[0].item.id == both.id and {h.item.id for h in any_hits} == {once.id, often.id, both.id}
 
 
-async def test_an_episode_with_many_words_is_found_by_its_last_word(store: MemoryStore) -> None:
+async def test_an_episode_with_many_words_is_found_by_its_last_word(store: Store) -> None:
     session = await a_session(store)
     long_text = " ".join(f"word{i}" for i in range(500)) + " zeppelin"
-    [episode] = await store.add_episodes([NewEpisode(session.id, long_text, "x")])
+    [episode] = await store.uow.run(lambda tx: writes.add_episodes(tx, [NewEpisode(session.id, long_text, "x")]))
     assert await search(store, "zeppelin") == [episode.id]
     assert await search(store, "word499") == [episode.id]
 
 
 @pytest.mark.parametrize("text", ["", "   ", "!!! ??? ...", "( ) \" * : ^ -", "😀🎉"])
 @pytest.mark.parametrize("mode", ["all", "any"])
-async def test_an_empty_or_wordless_query_finds_nothing(store: MemoryStore, text: str, mode: str) -> None:
+async def test_an_empty_or_wordless_query_finds_nothing(store: Store, text: str, mode: str) -> None:
     session = await a_session(store)
-    await store.add_episodes([NewEpisode(session.id, "something to find", "!!! ??? ...")])
+    await store.uow.run(lambda tx: writes.add_episodes(tx, [NewEpisode(session.id, "something to find", "!!! ??? ...")]))
     assert await search(store, text, mode) == []
-    assert await store.keyword_search("episodes", KeywordQuery(terms=()), 10) == []
+    assert await store.keywords.search("episodes", KeywordQuery(terms=()), 10) == []
 
 
 @pytest.mark.parametrize("text", SYNTAX_AND_UNICODE)
 @pytest.mark.parametrize("source", ["episodes", "summaries", "entities"])
 async def test_user_text_with_syntax_characters_is_searched_as_plain_words(
-    store: MemoryStore, text: str, source: str
+    store: Store, text: str, source: str
 ) -> None:
     session = await a_session(store)
-    [episode] = await store.add_episodes([NewEpisode(session.id, text, "reply")])
-    summary = await store.add_summary(NewSummary(session.id, text))
-    entity = (await store.upsert_entity(NewEntity("thing", "kind", text))).item
+    [episode] = await store.uow.run(lambda tx: writes.add_episodes(tx, [NewEpisode(session.id, text, "reply")]))
+    summary = await store.uow.run(lambda tx: writes.add_summary(tx, NewSummary(session.id, text)))
+    entity = (await store.uow.run(lambda tx: writes.upsert_entity(tx, NewEntity("thing", "kind", text)))).item
     expected = {"episodes": episode.id, "summaries": summary.id, "entities": entity.id}[source]
     for mode in ("all", "any"):
         assert await search(store, text, mode, source=source) == [expected]
 
 
 @pytest.mark.parametrize("text", SYNTAX_AND_UNICODE + ['"unterminated', "AND", "foo:bar", "(", "*", "NEAR("])
-async def test_fts_mode_never_fails_except_with_invalid_on_q(store: MemoryStore, text: str) -> None:
+async def test_fts_mode_never_fails_except_with_invalid_on_q(store: Store, text: str) -> None:
     session = await a_session(store)
-    await store.add_episodes([NewEpisode(session.id, "something", "else")])
+    await store.uow.run(lambda tx: writes.add_episodes(tx, [NewEpisode(session.id, "something", "else")]))
     try:
-        hits = await store.keyword_search("episodes", plain_query(text, "fts"), 10)
+        hits = await store.keywords.search("episodes", plain_query(text, "fts"), 10)
     except Invalid as error:
-        assert store.supports_fts_syntax, "only a store that parses FTS syntax may reject it"
+        assert store.keywords.parses_query_syntax, "only a store that parses FTS syntax may reject it"
         assert error.field == "q"
     else:
         assert isinstance(hits, list)
 
 
 @pytest.mark.parametrize("text", ['"unterminated', "AND", "(", "NEAR("])
-async def test_an_fts_syntax_error_is_invalid_on_q_where_syntax_is_supported(store: MemoryStore, text: str) -> None:
+async def test_an_fts_syntax_error_is_invalid_on_q_where_syntax_is_supported(store: Store, text: str) -> None:
     query = plain_query(text, "fts")
-    if not store.supports_fts_syntax:
-        assert isinstance(await store.keyword_search("episodes", query, 10), list)
+    if not store.keywords.parses_query_syntax:
+        assert isinstance(await store.keywords.search("episodes", query, 10), list)
         return
     with pytest.raises(Invalid) as raised:
-        await store.keyword_search("episodes", query, 10)
+        await store.keywords.search("episodes", query, 10)
     assert raised.value.field == "q"
 
 
-async def test_fts_mode_passes_syntax_through_where_supported(store: MemoryStore) -> None:
+async def test_fts_mode_passes_syntax_through_where_supported(store: Store) -> None:
     session = await a_session(store)
-    alpha, zeta = await store.add_episodes([NewEpisode(session.id, "alpha", "x"), NewEpisode(session.id, "zeta", "x")])
-    either = await store.keyword_search("episodes", plain_query("alpha OR zeta", "fts"), 10)
-    prefix = await store.keyword_search("episodes", plain_query("alph*", "fts"), 10)
-    if store.supports_fts_syntax:
+    alpha, zeta = await store.uow.run(lambda tx: writes.add_episodes(tx, [NewEpisode(session.id, "alpha", "x"), NewEpisode(session.id, "zeta", "x")]))
+    either = await store.keywords.search("episodes", plain_query("alpha OR zeta", "fts"), 10)
+    prefix = await store.keywords.search("episodes", plain_query("alph*", "fts"), 10)
+    if store.keywords.parses_query_syntax:
         assert {h.item.id for h in either} == {alpha.id, zeta.id}
         assert [h.item.id for h in prefix] == [alpha.id]
     else:  # the same text read as plain terms: "alpha", "or", "zeta" all required
@@ -252,114 +253,114 @@ async def test_fts_mode_passes_syntax_through_where_supported(store: MemoryStore
 # ---- embedding outbox ----------------------------------------------------------------------------
 
 
-async def test_writes_of_embedded_text_enqueue_upserts(store: MemoryStore) -> None:
+async def test_writes_of_embedded_text_enqueue_upserts(store: Store) -> None:
     session = await a_session(store)
-    e1, e2 = await store.add_episodes([NewEpisode(session.id, "u", "a"), NewEpisode(session.id, "u", "a")])
-    entity = (await store.upsert_entity(NewEntity("Ada", "person"))).item
-    summary = await store.add_summary(NewSummary(session.id, "s"))
+    e1, e2 = await store.uow.run(lambda tx: writes.add_episodes(tx, [NewEpisode(session.id, "u", "a"), NewEpisode(session.id, "u", "a")]))
+    entity = (await store.uow.run(lambda tx: writes.upsert_entity(tx, NewEntity("Ada", "person")))).item
+    summary = await store.uow.run(lambda tx: writes.add_summary(tx, NewSummary(session.id, "s")))
     assert await jobs(store) == [
         ("episodes", "upsert", e1.id), ("episodes", "upsert", e2.id),
         ("entities", "upsert", entity.id), ("summaries", "upsert", summary.id),
     ]
-    assert all(j.attempts == 0 and j.last_error is None for j in await store.due_jobs(10, FAR_FUTURE))
+    assert all(j.attempts == 0 and j.last_error is None for j in await store.outbox.due(10, FAR_FUTURE))
 
 
-async def test_creating_a_session_enqueues_nothing(store: MemoryStore) -> None:
+async def test_creating_a_session_enqueues_nothing(store: Store) -> None:
     await a_session(store)
     assert await jobs(store) == []
 
 
-async def test_an_episode_text_change_is_re_embedded_but_a_metadata_change_is_not(store: MemoryStore) -> None:
+async def test_an_episode_text_change_is_re_embedded_but_a_metadata_change_is_not(store: Store) -> None:
     session = await a_session(store)
-    [episode] = await store.add_episodes([NewEpisode(session.id, "u", "a")])
-    await store.update_episode(episode.id, EpisodeChanges(metadata={"x": 1}, token_count=4))
-    await store.update_episode(episode.id, EpisodeChanges(user_message="u"))  # the same text again
+    [episode] = await store.uow.run(lambda tx: writes.add_episodes(tx, [NewEpisode(session.id, "u", "a")]))
+    await store.uow.run(lambda tx: writes.update_episode(tx, episode.id, EpisodeChanges(metadata={"x": 1}, token_count=4)))
+    await store.uow.run(lambda tx: writes.update_episode(tx, episode.id, EpisodeChanges(user_message="u")))  # the same text again
     assert len(await jobs(store)) == 1
-    await store.update_episode(episode.id, EpisodeChanges(ai_response="another answer"))
+    await store.uow.run(lambda tx: writes.update_episode(tx, episode.id, EpisodeChanges(ai_response="another answer")))
     assert await jobs(store) == [("episodes", "upsert", episode.id)] * 2
 
 
-async def test_deletes_enqueue_point_removals(store: MemoryStore) -> None:
+async def test_deletes_enqueue_point_removals(store: Store) -> None:
     session = await a_session(store)
-    [episode] = await store.add_episodes([NewEpisode(session.id, "u", "a")])
-    entity = (await store.upsert_entity(NewEntity("Ada", "person"))).item
-    summary = await store.add_summary(NewSummary(session.id, "s"))
-    await store.complete_jobs([j.id for j in await store.due_jobs(100, FAR_FUTURE)])
-    await store.delete_episode(episode.id)
-    await store.delete_entity(entity.id)
-    await store.delete_summary(summary.id)
-    await store.delete_episode(episode.id)  # unknown now: nothing more to remove
+    [episode] = await store.uow.run(lambda tx: writes.add_episodes(tx, [NewEpisode(session.id, "u", "a")]))
+    entity = (await store.uow.run(lambda tx: writes.upsert_entity(tx, NewEntity("Ada", "person")))).item
+    summary = await store.uow.run(lambda tx: writes.add_summary(tx, NewSummary(session.id, "s")))
+    await store.outbox.complete([j.id for j in await store.outbox.due(100, FAR_FUTURE)])
+    await store.uow.run(lambda tx: writes.delete_episode(tx, episode.id))
+    await store.uow.run(lambda tx: writes.delete_entity(tx, entity.id))
+    await store.uow.run(lambda tx: writes.delete_summary(tx, summary.id))
+    await store.uow.run(lambda tx: writes.delete_episode(tx, episode.id))  # unknown now: nothing more to remove
     assert await jobs(store) == [
         ("episodes", "delete", episode.id), ("entities", "delete", entity.id), ("summaries", "delete", summary.id),
     ]
 
 
-async def test_deleting_a_session_enqueues_a_session_delete_for_episodes_and_summaries(store: MemoryStore) -> None:
+async def test_deleting_a_session_enqueues_a_session_delete_for_episodes_and_summaries(store: Store) -> None:
     session = await a_session(store)
-    await store.add_episodes([NewEpisode(session.id, "u", "a")])
-    await store.complete_jobs([j.id for j in await store.due_jobs(100, FAR_FUTURE)])
-    await store.delete_session(session.id)
-    await store.delete_session(session.id)
+    await store.uow.run(lambda tx: writes.add_episodes(tx, [NewEpisode(session.id, "u", "a")]))
+    await store.outbox.complete([j.id for j in await store.outbox.due(100, FAR_FUTURE)])
+    await store.uow.run(lambda tx: writes.delete_session(tx, session.id))
+    await store.uow.run(lambda tx: writes.delete_session(tx, session.id))
     assert sorted(await jobs(store)) == [
         ("episodes", "delete_session", session.id), ("summaries", "delete_session", session.id),
     ]
 
 
-async def test_due_jobs_are_oldest_first_and_limited(store: MemoryStore) -> None:
+async def test_due_jobs_are_oldest_first_and_limited(store: Store) -> None:
     session = await a_session(store)
-    added = await store.add_episodes([NewEpisode(session.id, f"u{i}", "a") for i in range(5)])
-    due = await store.due_jobs(3, datetime.now(UTC))
+    added = await store.uow.run(lambda tx: writes.add_episodes(tx, [NewEpisode(session.id, f"u{i}", "a") for i in range(5)]))
+    due = await store.outbox.due(3, datetime.now(UTC))
     assert [j.ref_id for j in due] == [e.id for e in added[:3]]
     assert [j.id for j in due] == sorted(j.id for j in due)
-    assert await store.due_jobs(3, datetime.now(UTC)) == due  # a job stays until completed
+    assert await store.outbox.due(3, datetime.now(UTC)) == due  # a job stays until completed
 
 
-async def test_a_deferred_job_is_hidden_until_its_retry_time(store: MemoryStore) -> None:
+async def test_a_deferred_job_is_hidden_until_its_retry_time(store: Store) -> None:
     session = await a_session(store)
-    first, second = await store.add_episodes([NewEpisode(session.id, "u", "a"), NewEpisode(session.id, "u", "a")])
+    first, second = await store.uow.run(lambda tx: writes.add_episodes(tx, [NewEpisode(session.id, "u", "a"), NewEpisode(session.id, "u", "a")]))
     now = datetime.now(UTC)
-    [job, other] = await store.due_jobs(10, now)
-    await store.defer_jobs([job.id], "embedder down", now + timedelta(hours=1))
-    assert [j.id for j in await store.due_jobs(10, now)] == [other.id]
-    back = await store.due_jobs(10, now + timedelta(hours=2))
+    [job, other] = await store.outbox.due(10, now)
+    await store.outbox.defer([job.id], "embedder down", now + timedelta(hours=1))
+    assert [j.id for j in await store.outbox.due(10, now)] == [other.id]
+    back = await store.outbox.due(10, now + timedelta(hours=2))
     assert [j.id for j in back] == [job.id, other.id]
     assert (back[0].attempts, back[0].last_error, back[0].ref_id) == (1, "embedder down", first.id)
-    await store.defer_jobs([job.id], "still down", now + timedelta(hours=3))
-    again = (await store.due_jobs(10, FAR_FUTURE))[0]
+    await store.outbox.defer([job.id], "still down", now + timedelta(hours=3))
+    again = (await store.outbox.due(10, FAR_FUTURE))[0]
     assert (again.attempts, again.last_error) == (2, "still down")
 
 
-async def test_completing_jobs_removes_them_and_unknown_ids_are_a_no_op(store: MemoryStore) -> None:
+async def test_completing_jobs_removes_them_and_unknown_ids_are_a_no_op(store: Store) -> None:
     session = await a_session(store)
-    await store.add_episodes([NewEpisode(session.id, "u", "a"), NewEpisode(session.id, "u", "a")])
-    [done, left] = await store.due_jobs(10, FAR_FUTURE)
-    await store.complete_jobs([done.id, 99_999])
-    await store.complete_jobs([])
-    await store.defer_jobs([99_999], "nothing", FAR_FUTURE)
-    assert [j.id for j in await store.due_jobs(10, FAR_FUTURE)] == [left.id]
+    await store.uow.run(lambda tx: writes.add_episodes(tx, [NewEpisode(session.id, "u", "a"), NewEpisode(session.id, "u", "a")]))
+    [done, left] = await store.outbox.due(10, FAR_FUTURE)
+    await store.outbox.complete([done.id, 99_999])
+    await store.outbox.complete([])
+    await store.outbox.defer([99_999], "nothing", FAR_FUTURE)
+    assert [j.id for j in await store.outbox.due(10, FAR_FUTURE)] == [left.id]
 
 
-async def test_the_backlog_counts_pending_jobs_their_age_and_failures(store: MemoryStore) -> None:
-    empty = await store.backlog()
+async def test_the_backlog_counts_pending_jobs_their_age_and_failures(store: Store) -> None:
+    empty = await store.outbox.backlog()
     assert (empty.pending, empty.oldest_created_at, empty.last_error, empty.failing) == (0, None, None, 0)
     session = await a_session(store)
-    await store.add_episodes([NewEpisode(session.id, f"u{i}", "a") for i in range(3)])
-    jobs_now = await store.due_jobs(10, FAR_FUTURE)
-    await store.defer_jobs([jobs_now[0].id], "timeout", FAR_FUTURE)
-    await store.defer_jobs([jobs_now[1].id], "connection refused", FAR_FUTURE)
-    backlog = await store.backlog()
+    await store.uow.run(lambda tx: writes.add_episodes(tx, [NewEpisode(session.id, f"u{i}", "a") for i in range(3)]))
+    jobs_now = await store.outbox.due(10, FAR_FUTURE)
+    await store.outbox.defer([jobs_now[0].id], "timeout", FAR_FUTURE)
+    await store.outbox.defer([jobs_now[1].id], "connection refused", FAR_FUTURE)
+    backlog = await store.outbox.backlog()
     assert (backlog.pending, backlog.failing) == (3, 2)
     assert backlog.oldest_created_at == min(j.created_at for j in jobs_now)
     assert backlog.last_error in {"timeout", "connection refused"}
 
 
-async def test_reindex_queues_one_upsert_per_record(store: MemoryStore) -> None:
+async def test_reindex_queues_one_upsert_per_record(store: Store) -> None:
     session = await a_session(store)
-    episodes = await store.add_episodes([NewEpisode(session.id, f"u{i}", "a") for i in range(3)])
-    await store.upsert_entity(NewEntity("Ada", "person"))
-    await store.complete_jobs([j.id for j in await store.due_jobs(100, FAR_FUTURE)])
-    assert await store.enqueue_reindex("episodes") == 3
-    assert await store.enqueue_reindex("summaries") == 0
+    episodes = await store.uow.run(lambda tx: writes.add_episodes(tx, [NewEpisode(session.id, f"u{i}", "a") for i in range(3)]))
+    await store.uow.run(lambda tx: writes.upsert_entity(tx, NewEntity("Ada", "person")))
+    await store.outbox.complete([j.id for j in await store.outbox.due(100, FAR_FUTURE)])
+    assert await store.uow.run(lambda tx: writes.reindex(tx, "episodes")) == 3
+    assert await store.uow.run(lambda tx: writes.reindex(tx, "summaries")) == 0
     assert await jobs(store) == [("episodes", "upsert", e.id) for e in episodes]
-    assert await store.enqueue_reindex("entities") == 1
-    assert (await store.backlog()).pending == 4
+    assert await store.uow.run(lambda tx: writes.reindex(tx, "entities")) == 1
+    assert (await store.outbox.backlog()).pending == 4
