@@ -60,7 +60,7 @@ async def settle(manager: IndexManager, rounds: int = 2000) -> dict:
 
 
 async def points_and_rows(world: World, manager: IndexManager) -> tuple[int, int]:
-    return await manager.count("episodes"), len(world.store.episodes)
+    return await manager.count("episodes"), len(world.store.state.episodes)
 
 
 async def test_a_fresh_store_is_consistent_at_once_without_a_build() -> None:
