@@ -1,50 +1,22 @@
-"""The MemoryStore contract, continued: keyword search and the embedding outbox, over every adapter.
+"""The ``KeywordIndex`` port over every adapter: the index follows every write.
 
 Plain modes (``all``/``any``) must behave alike everywhere: terms are words, never syntax. Only
-``fts`` mode may differ, and the suite asks the port (``supports_fts_syntax``) how.
+``fts`` mode may differ, and the suite asks the port (``parses_query_syntax``) how; it never
+asks which adapter it holds.
 """
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 
 import pytest
 
 from domain import writes
 from domain.errors import Invalid
 from domain.keywords import KeywordQuery, plain_query, recall_query
-from domain.models import EpisodeChanges, NewEntity, NewEpisode, NewSummary, Session, format_timestamp
+from domain.models import EpisodeChanges, NewEntity, NewEpisode, NewSummary, format_timestamp
 from ports.store import Store
-
-T0 = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
-FAR_FUTURE = datetime(2100, 1, 1, tzinfo=UTC)
-SYNTAX_AND_UNICODE = [
-    'don\'t "quote" (paren) AND OR NOT * ^ : -',
-    "Zoë café naïve",
-    "東京",
-    "emoji 😀 party 🎉",
-    'NEAR(a b) "unbalanced',
-    "col:value {a b} + x^2",
-    "tab\tnew\nline\x00nul",
-    "'single' `back` \\ slash",
-]
-
-
-async def a_session(store: Store, external_id: str = "conv-1") -> Session:
-    return await store.uow.run(lambda tx: writes.create_session(tx, external_id, {}))
-
-
-async def search(store: Store, text: str, mode: str = "all", source: str = "episodes",
-                 limit: int = 10, session_id: int | None = None) -> list[int]:
-    hits = await store.keywords.search(source, plain_query(text, mode), limit, session_id)  # type: ignore[arg-type]
-    return [h.item.id for h in hits]
-
-
-async def jobs(store: Store) -> list[tuple[str, str, int]]:
-    return [(j.collection, j.op, j.ref_id) for j in await store.outbox.due(10_000, FAR_FUTURE)]
-
-
-# ---- keyword search: the index follows every write --------------------------------------------
+from tests.contract.store_helpers import SYNTAX_AND_UNICODE, T0, a_session, at, search
 
 
 async def test_a_new_episode_is_found_by_its_words(store: Store) -> None:
@@ -105,9 +77,6 @@ async def test_entities_are_searchable_by_name_type_and_notes_and_follow_upserts
     assert await search(store, "daughter", source="entities") == [ada.id]
     await store.uow.run(lambda tx: writes.delete_entity(tx, ada.id))
     assert await search(store, "daughter", source="entities") == []
-
-
-# ---- keyword search: semantics -------------------------------------------------------------------
 
 
 async def test_all_mode_needs_every_term_and_any_mode_needs_one(store: Store) -> None:
@@ -248,119 +217,3 @@ async def test_fts_mode_passes_syntax_through_where_supported(store: Store) -> N
     else:  # the same text read as plain terms: "alpha", "or", "zeta" all required
         assert either == []
         assert await search(store, "alpha", "fts") == [alpha.id]
-
-
-# ---- embedding outbox ----------------------------------------------------------------------------
-
-
-async def test_writes_of_embedded_text_enqueue_upserts(store: Store) -> None:
-    session = await a_session(store)
-    e1, e2 = await store.uow.run(lambda tx: writes.add_episodes(tx, [NewEpisode(session.id, "u", "a"), NewEpisode(session.id, "u", "a")]))
-    entity = (await store.uow.run(lambda tx: writes.upsert_entity(tx, NewEntity("Ada", "person")))).item
-    summary = await store.uow.run(lambda tx: writes.add_summary(tx, NewSummary(session.id, "s")))
-    assert await jobs(store) == [
-        ("episodes", "upsert", e1.id), ("episodes", "upsert", e2.id),
-        ("entities", "upsert", entity.id), ("summaries", "upsert", summary.id),
-    ]
-    assert all(j.attempts == 0 and j.last_error is None for j in await store.outbox.due(10, FAR_FUTURE))
-
-
-async def test_creating_a_session_enqueues_nothing(store: Store) -> None:
-    await a_session(store)
-    assert await jobs(store) == []
-
-
-async def test_an_episode_text_change_is_re_embedded_but_a_metadata_change_is_not(store: Store) -> None:
-    session = await a_session(store)
-    [episode] = await store.uow.run(lambda tx: writes.add_episodes(tx, [NewEpisode(session.id, "u", "a")]))
-    await store.uow.run(lambda tx: writes.update_episode(tx, episode.id, EpisodeChanges(metadata={"x": 1}, token_count=4)))
-    await store.uow.run(lambda tx: writes.update_episode(tx, episode.id, EpisodeChanges(user_message="u")))  # the same text again
-    assert len(await jobs(store)) == 1
-    await store.uow.run(lambda tx: writes.update_episode(tx, episode.id, EpisodeChanges(ai_response="another answer")))
-    assert await jobs(store) == [("episodes", "upsert", episode.id)] * 2
-
-
-async def test_deletes_enqueue_point_removals(store: Store) -> None:
-    session = await a_session(store)
-    [episode] = await store.uow.run(lambda tx: writes.add_episodes(tx, [NewEpisode(session.id, "u", "a")]))
-    entity = (await store.uow.run(lambda tx: writes.upsert_entity(tx, NewEntity("Ada", "person")))).item
-    summary = await store.uow.run(lambda tx: writes.add_summary(tx, NewSummary(session.id, "s")))
-    await store.outbox.complete([j.id for j in await store.outbox.due(100, FAR_FUTURE)])
-    await store.uow.run(lambda tx: writes.delete_episode(tx, episode.id))
-    await store.uow.run(lambda tx: writes.delete_entity(tx, entity.id))
-    await store.uow.run(lambda tx: writes.delete_summary(tx, summary.id))
-    await store.uow.run(lambda tx: writes.delete_episode(tx, episode.id))  # unknown now: nothing more to remove
-    assert await jobs(store) == [
-        ("episodes", "delete", episode.id), ("entities", "delete", entity.id), ("summaries", "delete", summary.id),
-    ]
-
-
-async def test_deleting_a_session_enqueues_a_session_delete_for_episodes_and_summaries(store: Store) -> None:
-    session = await a_session(store)
-    await store.uow.run(lambda tx: writes.add_episodes(tx, [NewEpisode(session.id, "u", "a")]))
-    await store.outbox.complete([j.id for j in await store.outbox.due(100, FAR_FUTURE)])
-    await store.uow.run(lambda tx: writes.delete_session(tx, session.id))
-    await store.uow.run(lambda tx: writes.delete_session(tx, session.id))
-    assert sorted(await jobs(store)) == [
-        ("episodes", "delete_session", session.id), ("summaries", "delete_session", session.id),
-    ]
-
-
-async def test_due_jobs_are_oldest_first_and_limited(store: Store) -> None:
-    session = await a_session(store)
-    added = await store.uow.run(lambda tx: writes.add_episodes(tx, [NewEpisode(session.id, f"u{i}", "a") for i in range(5)]))
-    due = await store.outbox.due(3, datetime.now(UTC))
-    assert [j.ref_id for j in due] == [e.id for e in added[:3]]
-    assert [j.id for j in due] == sorted(j.id for j in due)
-    assert await store.outbox.due(3, datetime.now(UTC)) == due  # a job stays until completed
-
-
-async def test_a_deferred_job_is_hidden_until_its_retry_time(store: Store) -> None:
-    session = await a_session(store)
-    first, second = await store.uow.run(lambda tx: writes.add_episodes(tx, [NewEpisode(session.id, "u", "a"), NewEpisode(session.id, "u", "a")]))
-    now = datetime.now(UTC)
-    [job, other] = await store.outbox.due(10, now)
-    await store.outbox.defer([job.id], "embedder down", now + timedelta(hours=1))
-    assert [j.id for j in await store.outbox.due(10, now)] == [other.id]
-    back = await store.outbox.due(10, now + timedelta(hours=2))
-    assert [j.id for j in back] == [job.id, other.id]
-    assert (back[0].attempts, back[0].last_error, back[0].ref_id) == (1, "embedder down", first.id)
-    await store.outbox.defer([job.id], "still down", now + timedelta(hours=3))
-    again = (await store.outbox.due(10, FAR_FUTURE))[0]
-    assert (again.attempts, again.last_error) == (2, "still down")
-
-
-async def test_completing_jobs_removes_them_and_unknown_ids_are_a_no_op(store: Store) -> None:
-    session = await a_session(store)
-    await store.uow.run(lambda tx: writes.add_episodes(tx, [NewEpisode(session.id, "u", "a"), NewEpisode(session.id, "u", "a")]))
-    [done, left] = await store.outbox.due(10, FAR_FUTURE)
-    await store.outbox.complete([done.id, 99_999])
-    await store.outbox.complete([])
-    await store.outbox.defer([99_999], "nothing", FAR_FUTURE)
-    assert [j.id for j in await store.outbox.due(10, FAR_FUTURE)] == [left.id]
-
-
-async def test_the_backlog_counts_pending_jobs_their_age_and_failures(store: Store) -> None:
-    empty = await store.outbox.backlog()
-    assert (empty.pending, empty.oldest_created_at, empty.last_error, empty.failing) == (0, None, None, 0)
-    session = await a_session(store)
-    await store.uow.run(lambda tx: writes.add_episodes(tx, [NewEpisode(session.id, f"u{i}", "a") for i in range(3)]))
-    jobs_now = await store.outbox.due(10, FAR_FUTURE)
-    await store.outbox.defer([jobs_now[0].id], "timeout", FAR_FUTURE)
-    await store.outbox.defer([jobs_now[1].id], "connection refused", FAR_FUTURE)
-    backlog = await store.outbox.backlog()
-    assert (backlog.pending, backlog.failing) == (3, 2)
-    assert backlog.oldest_created_at == min(j.created_at for j in jobs_now)
-    assert backlog.last_error in {"timeout", "connection refused"}
-
-
-async def test_reindex_queues_one_upsert_per_record(store: Store) -> None:
-    session = await a_session(store)
-    episodes = await store.uow.run(lambda tx: writes.add_episodes(tx, [NewEpisode(session.id, f"u{i}", "a") for i in range(3)]))
-    await store.uow.run(lambda tx: writes.upsert_entity(tx, NewEntity("Ada", "person")))
-    await store.outbox.complete([j.id for j in await store.outbox.due(100, FAR_FUTURE)])
-    assert await store.uow.run(lambda tx: writes.reindex(tx, "episodes")) == 3
-    assert await store.uow.run(lambda tx: writes.reindex(tx, "summaries")) == 0
-    assert await jobs(store) == [("episodes", "upsert", e.id) for e in episodes]
-    assert await store.uow.run(lambda tx: writes.reindex(tx, "entities")) == 1
-    assert (await store.outbox.backlog()).pending == 4
