@@ -13,6 +13,10 @@ from domain.outbox import Backlog, JobOp, OutboxJob
 from domain.record_kinds import KINDS, Source
 
 
+_INSERT = ("INSERT INTO embedding_outbox(collection, op, ref_id, next_attempt_at, created_at)"
+           " VALUES (?, ?, ?, ?, ?)")
+
+
 class SqliteOutbox(Reads):
     async def due(self, limit: int, now: datetime) -> list[OutboxJob]:
         return await self._all(
@@ -79,10 +83,11 @@ class OutboxTx(Writes):
 
     def enqueue(self, collection: Source, op: JobOp, ref_ids: Sequence[int]) -> None:
         now = utc_now()
-        self._conn.executemany(
-            "INSERT INTO embedding_outbox(collection, op, ref_id, next_attempt_at, created_at) VALUES (?, ?, ?, ?, ?)",
-            [(collection, op, ref_id, now, now) for ref_id in ref_ids],
-        )
+        rows_ = [(collection, op, ref_id, now, now) for ref_id in ref_ids]
+        if len(rows_) == 1:  # the common case (one record per request): execute costs less than executemany
+            self._conn.execute(_INSERT, rows_[0])
+        elif rows_:
+            self._conn.executemany(_INSERT, rows_)
 
     def enqueue_every(self, collection: Source) -> int:
         now = utc_now()
