@@ -7,7 +7,7 @@ kind means a ``RecordKind`` here plus that kind's files in each layer (model, po
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -49,10 +49,3 @@ SUMMARIES = RecordKind("summaries", in_sessions=True, room="summaries")
 KINDS: dict[str, RecordKind] = {k.name: k for k in (EPISODES, ENTITIES, SUMMARIES)}
 NAMES: tuple[Source, ...] = tuple(KINDS)  # type: ignore[assignment]
 IN_SESSIONS: tuple[RecordKind, ...] = tuple(k for k in KINDS.values() if k.in_sessions)
-
-
-def kind(name: str) -> RecordKind:
-    return KINDS[name]
-
-
-Loader = Callable[[Sequence[int]], Awaitable[list[Any]]]
