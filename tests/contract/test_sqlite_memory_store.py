@@ -1,5 +1,5 @@
 """What only the SQLite store has: a file that outlives the process, WAL, FTS5 and a group-committing
-writer thread. The shared contract is in test_memory_store.py; this is the part no double can fake."""
+writer thread. The shared contracts are the test_*_contract.py suites; this is the part no double can fake."""
 
 from __future__ import annotations
 
