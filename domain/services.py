@@ -88,8 +88,8 @@ class SessionService:
 
     async def create(self, external_id: str, metadata: Metadata) -> Session:
         check_metadata(metadata)
-        return await self._store.uow.run(
-            lambda tx: writes.create_session(tx, check_text(external_id, "externalId", maximum=MAX_NAME), metadata))
+        check_text(external_id, "externalId", maximum=MAX_NAME)  # here, not on the writer thread
+        return await self._store.uow.run(lambda tx: writes.create_session(tx, external_id, metadata))
 
     async def get(self, session_id: int) -> Session:
         return _found(await self._store.sessions.get(session_id), "session", session_id)
