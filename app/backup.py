@@ -30,7 +30,9 @@ import msgspec
 
 from adapters.sqlite.database import create_private
 from adapters.sqlite.schema import SCHEMA_VERSION, migrate
+from adapters.sqlite.unit_of_work import SqliteTransaction
 from app.schemas import Count, Id, Name, Text
+from domain import writes
 from domain.errors import Invalid
 from domain.models import format_timestamp, parse_timestamp
 from domain.services import MAX_NAME, check_metadata, check_text
@@ -39,7 +41,6 @@ FORMAT = "nexusai-memory-export"
 FORMAT_VERSION = 1
 # Parents before children, so foreign keys hold at every insert of an import.
 TABLES = ("sessions", "episodes", "entities", "relationships", "summaries")
-EMBEDDED = ("episodes", "entities", "summaries")  # tables whose rows have vectors
 BACKUP_PAGES = 1024  # pages copied per step; the server's writer may run between steps
 
 
@@ -294,6 +295,7 @@ def import_store(db_path: str, source: str | Path, progress: Progress = _no_prog
         conn.execute("BEGIN IMMEDIATE")
         try:
             migrate(conn)
+            tx = SqliteTransaction(conn)  # the import's one transaction, written through the domain's rules
             columns = {t: [r[1] for r in conn.execute(f"PRAGMA table_info({t})")] for t in TABLES}
             for number, table, raw in _records(source, progress):
                 unknown = set(raw) - set(columns[table])
@@ -309,14 +311,7 @@ def import_store(db_path: str, source: str | Path, progress: Progress = _no_prog
                 except sqlite3.IntegrityError as exc:
                     raise BackupError(f"line {number}: {table} id {row['id']}: {exc}") from None
                 counts[table] += 1
-                if table in EMBEDDED:
-                    conn.execute(
-                        "INSERT INTO embedding_outbox(collection, op, ref_id, next_attempt_at, created_at)"
-                        " VALUES (?, 'upsert', ?, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'),"
-                        " strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))",
-                        (table, row["id"]),
-                    )
-                    queued += 1
+                queued += writes.records_imported(tx, table, [row["id"]])
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")

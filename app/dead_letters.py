@@ -12,7 +12,7 @@ async def list_dead_letters(settings: Settings, limit: int) -> list[dict]:
     """The dead-lettered outbox jobs, oldest first, as JSON-ready dicts."""
     container = build_container(settings)
     try:
-        jobs = await container.store().dead_jobs(limit)
+        jobs = await container.store().outbox.dead(limit)
     finally:
         await container.store().close()
     return [{"id": j.id, "collection": j.collection, "op": j.op, "refId": j.ref_id, "attempts": j.attempts,
@@ -23,7 +23,7 @@ async def retry_dead_letters(settings: Settings, job_ids: list[int] | None) -> i
     """Make the named dead jobs (all when ``None``) due again; a running server picks them up."""
     container = build_container(settings)
     try:
-        return await container.store().retry_dead_jobs(job_ids)
+        return await container.store().outbox.retry_dead(job_ids)
     finally:
         await container.store().close()
 

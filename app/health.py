@@ -169,7 +169,7 @@ def standard_monitor(container, settings: Settings, dead_lettered: Callable[[], 
                             settings.secrets)
 
     async def store() -> Reading:
-        error = await container.store().health()
+        error = await container.store().operations.health()
         return Reading(OK if error is None else DOWN, {"writable": error is None}, error)
 
     async def disk() -> Reading:
@@ -204,7 +204,7 @@ def standard_monitor(container, settings: Settings, dead_lettered: Callable[[], 
                         "dimension": probe.dimension}, probe.error)
 
     async def backlog() -> Reading:
-        found = await container.store().backlog()
+        found = await container.store().outbox.backlog()
         age = None
         if found.pending and found.oldest_created_at:
             age = round((datetime.now(UTC) - parse_timestamp(found.oldest_created_at)).total_seconds(), 3)

@@ -37,7 +37,7 @@ async def running_index_status(settings: Settings, store_id: str) -> dict[str, A
 async def _offline_index_report(container) -> dict[str, Any]:
     """Each active generation as recorded, opened read-only-in-effect (counted, never changed)."""
     manager, index, catalog = container.index_manager(), container.vector_index(), container.catalog()
-    rows = await container.store().counts()
+    rows = await container.store().operations.counts()
     active = {g.collection: g for g in await catalog.generations() if g.state == "active"}
     report: dict[str, Any] = {}
     for name in COLLECTIONS:
@@ -133,7 +133,7 @@ async def run_doctor(settings: Settings) -> int:
         print(f"PROBLEM configuration: {exc}")
         return 1
     try:
-        if (error := await container.store().health()) is not None:
+        if (error := await container.store().operations.health()) is not None:
             problems.append(f"store: {error}")
         else:
             report = await index_report(container)
@@ -142,7 +142,7 @@ async def run_doctor(settings: Settings) -> int:
                 print(f"  {name}: {entry.get('state')} (points {entry.get('points')}, rows {entry.get('rows')})")
                 if str(entry.get("state", "")).startswith("unavailable"):
                     problems.append(f"vector index: {name}: {entry['state']}")
-            backlog = await container.store().backlog()
+            backlog = await container.store().outbox.backlog()
             print(f"embedding backlog: {backlog.pending} pending, {backlog.failing} failing")
         probe = await settled_probe(container.embedder())  # waits for an in-process model to load
         if not probe.reachable:
@@ -159,12 +159,12 @@ async def collect_stats(settings: Settings) -> dict[str, Any]:
     container = build_container(settings)
     try:
         store = container.store()
-        counts = await store.counts()
-        backlog = await store.backlog()
+        counts = await store.operations.counts()
+        backlog = await store.outbox.backlog()
         report = await index_report(container)
         vectors = {name: entry.get("points", f"unavailable: {entry.get('state')}")
                    for name, entry in report["collections"].items()}
-        return {"rows": counts, "bytes": await store.sizes(), "vectors": vectors, "index": report,
+        return {"rows": counts, "bytes": await store.operations.sizes(), "vectors": vectors, "index": report,
                 "backlog": {"pending": backlog.pending, "failing": backlog.failing,
                             "oldest": backlog.oldest_created_at, "lastError": backlog.last_error}}
     finally:

@@ -149,9 +149,9 @@ class ServiceMetrics:
         fails is reported as down (``*_up 0``), never as a failed scrape."""
         store = container.store()
         try:
-            for table, count in (await store.counts()).items():
+            for table, count in (await store.operations.counts()).items():
                 self.rows.labels(table).set(count)
-            backlog = await store.backlog()
+            backlog = await store.outbox.backlog()
             self.backlog.set(backlog.pending)
             self.backlog_failing.set(backlog.failing)
             self.backlog_dead.set(backlog.dead)

@@ -22,11 +22,11 @@ async def report_store_and_index(container) -> None:
     settings = container.settings()
     store = container.store()
     where = settings.sqlite_path if settings.store == "sqlite" else "(in memory)"
-    error = await store.health()
+    error = await store.operations.health()
     rows: dict[str, int] = {}
     if error is None:
-        rows = await store.counts()
-        backlog = await store.backlog()
+        rows = await store.operations.counts()
+        backlog = await store.outbox.backlog()
         log.info("store: %s %s ok: %d sessions, %d episodes, %d entities, %d summaries; embedding backlog %d",
                  settings.store, where, rows.get("sessions", 0), rows.get("episodes", 0),
                  rows.get("entities", 0), rows.get("summaries", 0), backlog.pending)

@@ -39,13 +39,14 @@ import load  # noqa: E402
 from run import RESULTS, Server, Wrk, ensure_wrk, log  # noqa: E402
 
 from adapters.sqlite.store import SqliteMemoryStore  # noqa: E402
+from domain import writes
 from domain.models import NewEpisode  # noqa: E402
 
 
 # -- 1. synchronous = FULL vs NORMAL ----------------------------------------------------------------
 async def _write_rate(path: Path, synchronous: str, writers: int, seconds: float) -> dict:
     store = SqliteMemoryStore.open(str(path), synchronous)
-    session = await store.create_session(f"bench-{synchronous}-{writers}", {})
+    session = await store.uow.run(lambda tx: writes.create_session(tx, f"bench-{synchronous}-{writers}", {}))
     latencies: list[float] = []
     deadline = time.perf_counter() + seconds
 
@@ -53,7 +54,7 @@ async def _write_rate(path: Path, synchronous: str, writers: int, seconds: float
         count = 0
         while time.perf_counter() < deadline:
             started = time.perf_counter()
-            await store.add_episodes([NewEpisode(session.id, f"writer {number} message {count}", "a reply")])
+            await store.uow.run(lambda tx: writes.add_episodes(tx, [NewEpisode(session.id, f"writer {number} message {count}", "a reply")]))
             latencies.append(time.perf_counter() - started)
             count += 1
 

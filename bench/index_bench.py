@@ -37,6 +37,7 @@ from adapters.memory.fake_embedder import FakeEmbedder  # noqa: E402
 from adapters.qdrant.edge import QdrantEdgeIndex  # noqa: E402
 from adapters.sqlite.catalog import SqliteIndexCatalog  # noqa: E402
 from adapters.sqlite.store import SqliteMemoryStore  # noqa: E402
+from domain import writes
 from domain.index_manager import IndexManager  # noqa: E402
 from domain.models import NewEpisode  # noqa: E402
 from domain.vectors import ModelRef, encode_vector  # noqa: E402
@@ -49,11 +50,11 @@ async def _fill(path: Path, n: int, encode) -> dict:
     store = SqliteMemoryStore.open(str(path))
     catalog = SqliteIndexCatalog(store.database)
     model = await catalog.model_id(ModelRef("hash", "hash", DIM))
-    session = await store.create_session("bench", {})
+    session = await store.uow.run(lambda tx: writes.create_session(tx, "bench", {}))
     rng = np.random.default_rng(1)
     write_seconds = 0.0
     for start in range(0, n, 5000):
-        made = await store.add_episodes([NewEpisode(session.id, f"note {i}", "ok") for i in range(start, min(n, start + 5000))])
+        made = await store.uow.run(lambda tx: writes.add_episodes(tx, [NewEpisode(session.id, f"note {i}", "ok") for i in range(start, min(n, start + 5000))]))
         vectors = rng.standard_normal((len(made), DIM)).astype(np.float32)
         began = time.perf_counter()
         blobs = [(e.id, encode(v)) for e, v in zip(made, vectors)]
@@ -91,7 +92,7 @@ async def rebuild(workdir: Path) -> dict:
     points = await manager.count("episodes")
     await manager.close()
     await index.close()
-    rows = (await store.counts())["episodes"]
+    rows = (await store.operations.counts())["episodes"]
     texts = [f"User: note {i}\nAssistant: ok" for i in range(2000)]
     embedder = HashEmbedder(DIM)
     began = time.perf_counter()

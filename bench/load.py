@@ -28,6 +28,7 @@ sys.path.insert(0, str(ROOT))
 from adapters.embedders.hashing import hash_vector  # noqa: E402
 from adapters.qdrant.edge import QdrantEdgeIndex  # noqa: E402
 from adapters.sqlite.store import SqliteMemoryStore  # noqa: E402
+from domain import writes
 from domain.models import NewEpisode, format_timestamp  # noqa: E402
 from domain.vectors import COLLECTIONS, VectorPoint, point_payload  # noqa: E402
 
@@ -114,7 +115,7 @@ async def _load_sqlite(path: Path, episodes: int, gen: TextGenerator) -> tuple[i
     started = time.perf_counter()
     sessions = sessions_for(episodes)
     for number in range(sessions):
-        await store.create_session(f"bench-session-{number}", {"bench": True})
+        await store.uow.run(lambda tx: writes.create_session(tx, f"bench-session-{number}", {"bench": True}))
     start = datetime(2024, 1, 1, tzinfo=UTC)
     step = timedelta(days=365) / episodes
     batch: list[NewEpisode] = []
@@ -127,10 +128,10 @@ async def _load_sqlite(path: Path, episodes: int, gen: TextGenerator) -> tuple[i
             token_count=len(user) // 4, metadata={}, created_at=format_timestamp(start + step * number),
         ))
         if len(batch) == SQL_BATCH:
-            await store.add_episodes(batch)
+            await store.uow.run(lambda tx: writes.add_episodes(tx, batch))
             batch = []
     if batch:
-        await store.add_episodes(batch)
+        await store.uow.run(lambda tx: writes.add_episodes(tx, batch))
     # Vectors are written directly below, so the outbox the adapter filled is already done.
     await store.database.write(lambda conn: conn.execute("DELETE FROM embedding_outbox"))
     await store.close()

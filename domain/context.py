@@ -15,7 +15,8 @@ from domain.errors import Invalid, NotFound
 from domain.models import Entity, Episode, Relationship, Summary
 from domain.retrieval import SearchQuery, SearchService
 from domain.services import check_limit, check_text
-from ports.memory_store import MemoryStore
+from domain.record_kinds import EPISODES, SUMMARIES
+from ports.store import Store
 
 CHARS_PER_TOKEN = 4
 """The token estimate where a record carries no ``tokenCount``: about 4 characters per token,
@@ -74,7 +75,7 @@ class _Budget:
 
 
 class ContextService:
-    def __init__(self, store: MemoryStore, search: SearchService) -> None:
+    def __init__(self, store: Store, search: SearchService) -> None:
         self._store = store
         self._search = search
 
@@ -86,17 +87,17 @@ class ContextService:
         check_limit(token_budget, "tokenBudget", maximum=10_000_000)
         if not 0 <= recent_episodes <= 100:
             raise Invalid("recentEpisodes must be between 0 and 100", field="recentEpisodes")
-        if await self._store.get_session(session_id) is None:
+        if await self._store.sessions.get(session_id) is None:
             raise NotFound(f"session {session_id} does not exist", field="sessionId")
         budget = _Budget(token_budget)
 
-        recent = await self._store.recent_episodes(session_id, recent_episodes) if recent_episodes else []
+        recent = await self._store.episodes.recent(session_id, recent_episodes) if recent_episodes else []
         kept_recent = [e for e in recent if budget.admit("episode", e.id, episode_tokens(e))]
         seen = {e.id for e in recent}
 
         found = await self._search.search(SearchQuery(
             query=query, limit=relevant_limit + len(seen), session_id=session_id,
-            sources=("episodes", "summaries"), ranker=ranker,
+            sources=(EPISODES.name, SUMMARIES.name), ranker=ranker,
         ))
         relevant: list[tuple[Episode, float]] = []
         summaries: list[tuple[Summary, float]] = []
@@ -114,7 +115,7 @@ class ContextService:
         texts = [query] + [e.text for e in kept_recent] + [e.text for e, _ in relevant]
         texts += [s.content for s, _ in summaries]
         entities: list[Entity] = []
-        for entity in await self._store.entities_mentioned_in(texts, MAX_ENTITIES):
+        for entity in await self._store.entities.mentioned_in(texts, MAX_ENTITIES):
             if budget.admit("entity", entity.id, estimate_tokens(entity.text)):
                 entities.append(entity)
         relationships = await self._relationships_among(entities, budget)
@@ -133,7 +134,7 @@ class ContextService:
         seen: set[int] = set()
         kept: list[Relationship] = []
         for entity in entities:
-            for rel in await self._store.relationships_of(entity.id, "both"):
+            for rel in await self._store.entities.relationships_of(entity.id, "both"):
                 if rel.id in seen:
                     continue
                 seen.add(rel.id)

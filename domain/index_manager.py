@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import random
 import secrets
 import time
 from collections.abc import Sequence
@@ -33,24 +32,21 @@ from typing import Any
 
 from domain.errors import VectorIndexError
 from domain.index_status import (
-    CONSISTENT, DEGRADED_STATES, DIVERGED, REBUILDING, UNAVAILABLE, VERIFYING, CollectionState, Progress,
+    CONSISTENT, DEGRADED_STATES, REBUILDING, UNAVAILABLE, VERIFYING, CollectionState, Progress,
     overall,
 )
 from domain.index_source import RETRY_SECONDS, StoreSource
+from domain.index_verify import Verification
 from domain.vectors import COLLECTIONS, ModelRef, VectorFilter, VectorHit, VectorPoint, encode_vector
 from ports.embedder import Embedder
 from ports.index_catalog import Generation, IndexCatalog
-from ports.memory_store import MemoryStore
+from ports.store import Store
 from ports.vector_index import VectorIndex
 
 log = logging.getLogger("nexusai.index")
 
-# A verification finding more than this share of points missing rebuilds rather than patches.
-REBUILD_SHARE = 0.25
-SAMPLE = 32  # records whose points a verification with matching counts looks up
 
-
-class IndexManager(StoreSource):
+class IndexManager(Verification, StoreSource):
     """Generations, builds, verification and repair of the vector collections.
 
     ``start()`` decides each collection's state without waiting for any build; ``run()`` is the
@@ -60,7 +56,7 @@ class IndexManager(StoreSource):
     """
 
     def __init__(
-        self, index: VectorIndex, catalog: IndexCatalog, store: MemoryStore, embedder: Embedder,
+        self, index: VectorIndex, catalog: IndexCatalog, store: Store, embedder: Embedder,
         embedder_kind: str, *, verify_seconds: float = 300.0, check_seconds: float = 5.0,
     ) -> None:
         self._index = index
@@ -101,7 +97,7 @@ class IndexManager(StoreSource):
         for leftover in existing or ():
             if mine in leftover and leftover not in {g.physical for g in active.values()}:
                 await self._drop(leftover)
-        rows = await self._store.counts()
+        rows = await self._store.operations.counts()
         self._next_verify = time.monotonic() + self._verify_seconds
         for name, state in self._states.items():
             state.rows = rows.get(name, 0)
@@ -269,7 +265,7 @@ class IndexManager(StoreSource):
         await self.verify(state.name)
 
     async def _row_count(self, name: str) -> int:
-        return (await self._store.counts()).get(name, 0)
+        return (await self._store.operations.counts()).get(name, 0)
 
     async def _catch_up(self, state: CollectionState, physical: str) -> None:
         """Replay onto ``physical`` the writes made since the build started."""
@@ -279,92 +275,7 @@ class IndexManager(StoreSource):
         for flt in filters:
             await self._index.delete_by_filter(physical, flt)
 
-    # ---- verification ------------------------------------------------------------------------
-
-    async def verify(self, name: str) -> str:
-        """Compare one collection with the store and repair it; returns its state afterwards."""
-        state = self._states[name]
-        if not state.usable or state.building is not None or state.active is None:
-            return state.state
-        physical = state.active.physical
-        try:
-            async with self._lock:
-                state.points = await self._index.count(physical)
-                state.rows = await self._row_count(name)
-                pending = await self._catalog.pending_ids(name)
-                if state.points == state.rows and not pending and await self._sample_present(name, physical):
-                    state.state, state.reason = CONSISTENT, None
-                    return state.state
-                points = set(await self._index.point_ids(physical))
-                records = set(await self._catalog.row_ids(name))
-            missing, extra = records - points - pending, points - records - pending
-        except VectorIndexError as error:
-            state.usable = False
-            await self._drop(physical, keep=True)
-            self._want(state, f"generation {physical} failed verification and was moved aside: {error.message}")
-            return state.state
-        if not missing and not extra:
-            state.state, state.reason = CONSISTENT, None
-            return state.state
-        state.reason = f"{len(missing)} points missing and {len(extra)} extra against {len(records)} records"
-        log.warning("vector collection %s diverged from the store: %s", name, state.reason)
-        if len(missing) > max(100, REBUILD_SHARE * len(records)):
-            state.state = DIVERGED
-            self._want(state, f"diverged from the store ({state.reason})")
-            return state.state
-        state.state = DIVERGED
-        await self._repair(state, sorted(missing), sorted(extra))
-        return state.state
-
-    async def _sample_present(self, name: str, physical: str) -> bool:
-        """Equal counts can hide lost points replaced by stray ones: a few random records must
-        have their points too (the cheap fingerprint; a miss leads to the full id comparison)."""
-        ids = await self._catalog.row_ids(name)
-        sample = random.sample(ids, min(SAMPLE, len(ids)))
-        return len(await self._index.retrieve_vectors(physical, sample)) == len(sample)
-
-    async def _repair(self, state: CollectionState, missing: list[int], extra: list[int]) -> None:
-        rows = await self._catalog.embeddings_of(state.name, self._model_id, missing)
-        need = [r.id for r in rows if r.vector is None]
-        if need:  # records whose embeddings were never stored (e.g. before stored embeddings)
-            vectors = await self._vectors_for(state, need, None)
-            await self._catalog.store_embeddings(
-                state.name, self._model_id, [(i, encode_vector(v)) for i, v in vectors.items()])
-        async with self._lock:
-            if not state.usable or state.active is None:
-                return
-            await self._copy_from_store(state.name, state.active.physical, missing)
-            await self._index.delete(state.active.physical, extra)
-            state.points = await self._index.count(state.active.physical)
-        self.repairs += 1
-        state.state, state.reason = CONSISTENT, None
-        log.info("repaired vector collection %s: %d points restored, %d removed", state.name, len(missing), len(extra))
-
     # ---- status ------------------------------------------------------------------------------
-
-    async def refresh(self) -> None:
-        """Read current point and row counts into the status (cheap: one count per collection).
-
-        A difference the outbox cannot explain (more than its queued jobs) marks the collection
-        diverged and brings its verification forward: a shard emptied under a running service
-        is repaired within a health interval, not at the next periodic verification."""
-        rows = await self._store.counts()
-        backlog = await self._store.backlog()
-        queued = backlog.pending + getattr(backlog, "dead", 0)
-        for state in self._states.values():
-            state.rows = rows.get(state.name, 0)
-            if state.usable and state.active is not None:
-                try:
-                    state.points = await self._index.count(state.active.physical)
-                except VectorIndexError:
-                    state.points = None
-                if state.points is not None and state.building is None and state.state == CONSISTENT \
-                        and abs(state.rows - state.points) > queued:
-                    state.state = DIVERGED
-                    state.reason = (f"{state.points} points against {state.rows} records with {queued} jobs "
-                                    "queued; verifying and repairing")
-                    self._next_verify = 0.0
-                    self._wake.set()
 
     def status(self) -> dict[str, Any]:
         """The index status for /health and /metrics (cheap: no I/O beyond one statvfs)."""

@@ -13,7 +13,8 @@ from domain.index_status import CollectionState, Progress
 from domain.vectors import ModelRef, PointBatch, encode_vector
 from ports.embedder import Embedder
 from ports.index_catalog import IndexCatalog
-from ports.memory_store import MemoryStore
+from domain.record_kinds import KINDS
+from ports.store import Store
 from ports.vector_index import VectorIndex
 
 log = logging.getLogger("nexusai.index")
@@ -28,7 +29,7 @@ class StoreSource:
 
     _index: VectorIndex
     _catalog: IndexCatalog
-    _store: MemoryStore
+    _store: Store
     _embedder: Embedder
     _model_id: int
     model: ModelRef
@@ -94,9 +95,7 @@ class StoreSource:
         return found
 
     async def _load(self, name: str, ids: list[int]) -> list:
-        loader = {"episodes": self._store.get_episodes, "entities": self._store.get_entities,
-                  "summaries": self._store.get_summaries}[name]
-        return await loader(ids)
+        return await KINDS[name].load(self._store, ids)
 
     async def _batches(self, state: CollectionState) -> AsyncIterator[PointBatch]:
         after = 0

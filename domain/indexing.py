@@ -25,12 +25,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from domain.errors import DomainError, EmbeddingError, VectorIndexError
-from domain.models import Entity, Episode, Summary
 from domain.outbox import OutboxJob
 from domain.redaction import redact
-from domain.vectors import VectorFilter, VectorPoint, point_payload
+from domain.record_kinds import KINDS
+from domain.vectors import VectorFilter, VectorPoint
 from ports.embedder import Embedder
-from ports.memory_store import MemoryStore
+from ports.store import Store
 from ports.vector_index import VectorIndex
 
 log = logging.getLogger("nexusai.indexing")
@@ -57,7 +57,7 @@ class PassResult:
 
 class IndexingService:
     def __init__(
-        self, store: MemoryStore, index: VectorIndex, embedder: Embedder,
+        self, store: Store, index: VectorIndex, embedder: Embedder,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC), max_attempts: int = 5,
     ) -> None:
         self._store = store
@@ -74,7 +74,7 @@ class IndexingService:
 
     async def run_once(self, batch: int = 64) -> PassResult:
         """Process up to ``batch`` due jobs; returns what was done and deferred."""
-        jobs = await self._store.due_jobs(batch, self._clock())
+        jobs = await self._store.outbox.due(batch, self._clock())
         result = PassResult()
         if not jobs:
             return result
@@ -108,7 +108,7 @@ class IndexingService:
             await self._defer(jobs, _describe(exc))
             result.deferred += len(jobs)
             return
-        await self._store.complete_jobs([j.id for j in jobs])
+        await self._store.outbox.complete([j.id for j in jobs])
         result.done += len(jobs)
         result.embedded += embedded if isinstance(embedded, int) else 0
 
@@ -118,7 +118,7 @@ class IndexingService:
             embedded = await self._upsert(collection, jobs)
         except Exception as exc:  # an adapter bug must not kill the worker or lose the jobs
             return exc
-        await self._store.complete_jobs([j.id for j in jobs])
+        await self._store.outbox.complete([j.id for j in jobs])
         result.done += len(jobs)
         result.embedded += embedded
         return None
@@ -167,7 +167,7 @@ class IndexingService:
         if job.attempts + 1 >= self.max_attempts:
             self.last_error = message
             self.dead_lettered += 1
-            await self._store.bury_jobs([job.id], message)
+            await self._store.outbox.bury([job.id], message)
             log.warning("embedding job %d (%s %d) is a dead letter after %d attempts: %s", job.id,
                         job.collection, job.ref_id, job.attempts + 1, message)
             result.dead += 1
@@ -177,7 +177,8 @@ class IndexingService:
 
     async def _upsert(self, collection: str, jobs: Sequence[OutboxJob]) -> int:
         ids = list(dict.fromkeys(j.ref_id for j in jobs))
-        items = await self._load(collection, ids)
+        kind = KINDS[collection]
+        items = await kind.load(self._store, ids)
         found = {item.id for item in items}
         gone = [i for i in ids if i not in found]
         if items:
@@ -191,7 +192,7 @@ class IndexingService:
                 async with gate:
                     self.embed_calls += 1
                     try:
-                        return await self._embedder.embed([item.text for item in chunk])
+                        return await self._embedder.embed([kind.text(item) for item in chunk])
                     except DomainError:
                         self.embed_failures += 1
                         raise
@@ -201,24 +202,17 @@ class IndexingService:
                 if isinstance(outcome, BaseException):
                     raise outcome
             vectors = [vector for chunk_vectors in results for vector in chunk_vectors]
-            points = [VectorPoint(item.id, vec, _payload(item)) for item, vec in zip(items, vectors)]
+            points = [VectorPoint(item.id, vec, kind.payload(item)) for item, vec in zip(items, vectors)]
             await self._index.upsert(collection, points)
         if gone:
             await self._index.delete(collection, gone)
         return len(items)
 
-    async def _load(self, collection: str, ids: list[int]) -> list[Episode | Entity | Summary]:
-        if collection == "episodes":
-            return await self._store.get_episodes(ids)
-        if collection == "entities":
-            return await self._store.get_entities(ids)
-        return await self._store.get_summaries(ids)
-
     async def _defer(self, jobs: Sequence[OutboxJob], error: str) -> None:
         self.last_error = error
         attempts = max(j.attempts for j in jobs)
         retry_at = self._clock() + timedelta(seconds=backoff_delay(attempts))
-        await self._store.defer_jobs([j.id for j in jobs], error, retry_at)
+        await self._store.outbox.defer([j.id for j in jobs], error, retry_at)
         now = time.monotonic()
         if not self._failing or now - self._last_log >= LOG_EVERY:
             # One line when trouble starts, then at most one a minute: an outage must not flood logs.
@@ -231,8 +225,3 @@ def _describe(error: Exception) -> str:
     # Stored in the outbox and shown by /health: never with a credential in it.
     text = error.message if isinstance(error, DomainError) else f"{type(error).__name__}: {error}"
     return redact(text) or type(error).__name__
-
-
-def _payload(item: Episode | Entity | Summary) -> dict:
-    session_id = getattr(item, "session_id", None)
-    return point_payload(item.created_at, session_id)

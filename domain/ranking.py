@@ -14,11 +14,12 @@ from datetime import datetime
 from types import MappingProxyType
 
 from domain.errors import Invalid
+from domain.record_kinds import NAMES
 
 Key = tuple[str, int]
 """(source, id): source is ``"episodes"``, ``"entities"`` or ``"summaries"``; id is the SQLite row id."""
 
-SOURCES = ("episodes", "entities", "summaries")
+SOURCES = NAMES  # the record kinds a search may ask for
 
 MAX_CONTEXT_WINDOW = 3
 """The most neighbours on each side a ranker may ask for: more is a different retrieval, not context."""

@@ -21,7 +21,8 @@ from domain.ranking import MAX_CONTEXT_WINDOW, SOURCES, Candidate, Context, Key,
 from domain.services import check_limit, check_text
 from domain.vectors import VectorFilter
 from ports.embedder import Embedder
-from ports.memory_store import MemoryStore
+from domain.record_kinds import EPISODES, KINDS
+from ports.store import Store
 from ports.ranker import Ranker
 from ports.vector_index import VectorIndex
 
@@ -65,7 +66,7 @@ class SearchQuery:
     query: str
     limit: int = 10
     session_id: int | None = None
-    sources: Sequence[str] = ("episodes",)
+    sources: Sequence[str] = (EPISODES.name,)
     ranker: str | None = None
     since: datetime | None = None
     until: datetime | None = None
@@ -73,7 +74,7 @@ class SearchQuery:
 
 class SearchService:
     def __init__(
-        self, store: MemoryStore, index: VectorIndex, embedder: Embedder, rankers: RankerLookup,
+        self, store: Store, index: VectorIndex, embedder: Embedder, rankers: RankerLookup,
         default_ranker: str,
     ) -> None:
         self._store = store
@@ -89,13 +90,13 @@ class SearchService:
     async def search(self, q: SearchQuery) -> SearchResult:
         check_text(q.query, "query", maximum=4000)
         check_limit(q.limit, maximum=200)
-        sources = tuple(dict.fromkeys(q.sources)) or ("episodes",)
+        sources = tuple(dict.fromkeys(q.sources)) or (EPISODES.name,)
         for source in sources:
             if source not in SOURCES:
                 raise Invalid(f"unknown source {source!r}; use {', '.join(SOURCES)}", field="sources")
         if q.since and q.until and q.since > q.until:
             raise Invalid("since must not be after until", field="since")
-        if q.session_id is not None and await self._store.get_session(q.session_id) is None:
+        if q.session_id is not None and await self._store.sessions.get(q.session_id) is None:
             raise NotFound(f"session {q.session_id} does not exist", field="sessionId")
         ranker = self._rankers.get(q.ranker or self._default)
         depth = max(MIN_DEPTH, q.limit * 3)
@@ -146,7 +147,7 @@ class SearchService:
         scored: list[tuple[float, Key]] = []
         warnings: list[str] = []
         for source in sources:
-            session = q.session_id if source != "entities" else None
+            session = q.session_id if KINDS[source].in_sessions else None
             flt = VectorFilter(session_id=session, since=q.since, until=q.until)
             try:
                 found = await self._index.search(source, query_vector, depth, None if flt.is_empty else flt)
@@ -162,7 +163,7 @@ class SearchService:
         query = recall_query(q.query)
         scored: list[tuple[float, Key]] = []
         for source in sources:
-            found = await self._store.keyword_search(
+            found = await self._store.keywords.search(
                 source, query, depth, session_id=q.session_id, since=q.since, until=q.until
             )
             scored.extend((hit.score, (source, hit.item.id)) for hit in found)
@@ -174,13 +175,11 @@ class SearchService:
         for leg in legs:
             for hit in leg:
                 wanted[hit.key[0]].append(hit.key[1])
-        loaders = {"episodes": self._store.get_episodes, "entities": self._store.get_entities,
-                   "summaries": self._store.get_summaries}
         candidates: dict[Key, Candidate] = {}
         for source, ids in wanted.items():
             if not ids:
                 continue
-            for item in await loaders[source](list(dict.fromkeys(ids))):
+            for item in await KINDS[source].load(self._store, list(dict.fromkeys(ids))):
                 key = (source, item.id)
                 candidates[key] = Candidate(key, item, parse_timestamp(item.created_at))
         return candidates
@@ -192,20 +191,20 @@ class SearchService:
         """Load the session neighbours of the episode candidates in ``near_top`` into ``candidates``
         (in place) and answer who neighbours whom. A neighbour outside the search's time range
         stays out: the range is a filter, and context must not leak past it."""
-        ids = [item_id for source, item_id in candidates if source == "episodes" and (source, item_id) in near_top]
-        found = await self._store.episode_neighbours(ids, window)
+        ids = [item_id for source, item_id in candidates if source == EPISODES.name and (source, item_id) in near_top]
+        found = await self._store.episodes.neighbours(ids, window)
         missing = {i for around in found.values() for i in (*around.before, *around.after)
-                   if ("episodes", i) not in candidates}
-        for episode in await self._store.get_episodes(sorted(missing)) if missing else ():
-            key = ("episodes", episode.id)
+                   if (EPISODES.name, i) not in candidates}
+        for episode in await self._store.episodes.get_many(sorted(missing)) if missing else ():
+            key = (EPISODES.name, episode.id)
             moment = parse_timestamp(episode.created_at)
             if (since is None or moment >= since) and (until is None or moment <= until):
                 candidates[key] = Candidate(key, episode, moment)
         context: dict[Key, Context] = {}
         for episode_id, around in found.items():
-            before, after = (tuple(("episodes", i) for i in side if ("episodes", i) in candidates)
+            before, after = (tuple((EPISODES.name, i) for i in side if (EPISODES.name, i) in candidates)
                              for side in (around.before, around.after))
-            context[("episodes", episode_id)] = Context(before=before, after=after)
+            context[(EPISODES.name, episode_id)] = Context(before=before, after=after)
         return context
 
     async def _with_vectors(self, candidates: dict[Key, Candidate]) -> dict[Key, Candidate]:

@@ -14,7 +14,9 @@ from domain.models import (
     Entity, Episode, EpisodeChanges, KeywordHit, Metadata, NewEntity, NewEpisode, NewRelationship,
     NewSummary, Page, Relationship, Session, Summary, Upserted,
 )
-from ports.memory_store import Direction, MemoryStore
+from domain import writes
+from ports.entities import Direction
+from ports.store import Store
 
 MAX_LIMIT = 1000
 MAX_BATCH = 1000
@@ -81,32 +83,33 @@ def _found(item, what: str, item_id: int | str):
 
 
 class SessionService:
-    def __init__(self, store: MemoryStore) -> None:
+    def __init__(self, store: Store) -> None:
         self._store = store
 
     async def create(self, external_id: str, metadata: Metadata) -> Session:
         check_metadata(metadata)
-        return await self._store.create_session(check_text(external_id, "externalId", maximum=MAX_NAME), metadata)
+        check_text(external_id, "externalId", maximum=MAX_NAME)  # here, not on the writer thread
+        return await self._store.uow.run(lambda tx: writes.create_session(tx, external_id, metadata))
 
     async def get(self, session_id: int) -> Session:
-        return _found(await self._store.get_session(session_id), "session", session_id)
+        return _found(await self._store.sessions.get(session_id), "session", session_id)
 
     async def by_external_id(self, external_id: str) -> Session:
-        return _found(await self._store.get_session_by_external_id(external_id), "session", repr(external_id))
+        return _found(await self._store.sessions.by_external_id(external_id), "session", repr(external_id))
 
     async def list(self, limit: int, offset: int) -> Page[Session]:
-        return await self._store.list_sessions(check_limit(limit), check_offset(offset))
+        return await self._store.sessions.list(check_limit(limit), check_offset(offset))
 
     async def update(self, session_id: int, metadata: Metadata) -> Session:
         check_metadata(metadata)
-        return _found(await self._store.update_session(session_id, metadata), "session", session_id)
+        return _found(await self._store.uow.run(lambda tx: writes.update_session(tx, session_id, metadata)), "session", session_id)
 
     async def delete(self, session_id: int) -> None:
-        _found(await self._store.delete_session(session_id) or None, "session", session_id)
+        _found(await self._store.uow.run(lambda tx: writes.delete_session(tx, session_id)) or None, "session", session_id)
 
 
 class EpisodeService:
-    def __init__(self, store: MemoryStore) -> None:
+    def __init__(self, store: Store) -> None:
         self._store = store
 
     @staticmethod
@@ -120,17 +123,19 @@ class EpisodeService:
         return new
 
     async def add(self, new: NewEpisode) -> Episode:
-        return (await self._store.add_episodes([self._checked(new)]))[0]
+        checked = self._checked(new)
+        return (await self._store.uow.run(lambda tx: writes.add_episodes(tx, [checked])))[0]
 
     async def add_batch(self, batch: Sequence[NewEpisode]) -> list[Episode]:
         if not batch:
             raise Invalid("episodes must not be empty", field="episodes")
         if len(batch) > MAX_BATCH:
             raise Invalid(f"at most {MAX_BATCH} episodes per batch", field="episodes")
-        return await self._store.add_episodes([self._checked(e) for e in batch])
+        checked = [self._checked(e) for e in batch]
+        return await self._store.uow.run(lambda tx: writes.add_episodes(tx, checked))
 
     async def get(self, episode_id: int) -> Episode:
-        return _found(await self._store.get_episode(episode_id), "episode", episode_id)
+        return _found(await self._store.episodes.get(episode_id), "episode", episode_id)
 
     async def update(self, episode_id: int, changes: EpisodeChanges) -> Episode:
         for field, value in (("userMessage", changes.user_message), ("aiResponse", changes.ai_response)):
@@ -140,21 +145,21 @@ class EpisodeService:
         check_metadata(changes.metadata)
         if changes.user_message is not None or changes.ai_response is not None:
             # The rule of add: the episode that results must say something on one side at least.
-            current = _found(await self._store.get_episode(episode_id), "episode", episode_id)
+            current = _found(await self._store.episodes.get(episode_id), "episode", episode_id)
             user = current.user_message if changes.user_message is None else changes.user_message
             ai = current.ai_response if changes.ai_response is None else changes.ai_response
             if not (user.strip() or ai.strip()):
                 raise Invalid("userMessage and aiResponse must not both be empty", field="userMessage")
-        return _found(await self._store.update_episode(episode_id, changes), "episode", episode_id)
+        return _found(await self._store.uow.run(lambda tx: writes.update_episode(tx, episode_id, changes)), "episode", episode_id)
 
     async def delete(self, episode_id: int) -> None:
-        _found(await self._store.delete_episode(episode_id) or None, "episode", episode_id)
+        _found(await self._store.uow.run(lambda tx: writes.delete_episode(tx, episode_id)) or None, "episode", episode_id)
 
     async def of_session(self, session_id: int, limit: int, offset: int) -> Page[Episode]:
         check_limit(limit)
         check_offset(offset)
-        _found(await self._store.get_session(session_id), "session", session_id)
-        return await self._store.list_episodes(session_id, limit, offset)
+        _found(await self._store.sessions.get(session_id), "session", session_id)
+        return await self._store.episodes.list(session_id, limit, offset)
 
     async def search(
         self, q: str, limit: int, session_id: int | None = None, match: str = "all"
@@ -165,11 +170,11 @@ class EpisodeService:
         if match not in MATCH_MODES:
             raise Invalid(f"match must be one of {', '.join(MATCH_MODES)}", field="match")
         mode: MatchMode = match  # type: ignore[assignment]
-        return await self._store.keyword_search("episodes", plain_query(q, mode), limit, session_id=session_id)
+        return await self._store.keywords.search("episodes", plain_query(q, mode), limit, session_id=session_id)
 
 
 class EntityService:
-    def __init__(self, store: MemoryStore) -> None:
+    def __init__(self, store: Store) -> None:
         self._store = store
 
     async def upsert(self, new: NewEntity) -> Upserted[Entity]:
@@ -178,38 +183,38 @@ class EntityService:
         if new.notes is not None:
             check_text(new.notes, "notes", allow_empty=True)
         check_metadata(new.metadata)
-        return await self._store.upsert_entity(new)
+        return await self._store.uow.run(lambda tx: writes.upsert_entity(tx, new))
 
     async def get(self, entity_id: int) -> Entity:
-        return _found(await self._store.get_entity(entity_id), "entity", entity_id)
+        return _found(await self._store.entities.get(entity_id), "entity", entity_id)
 
     async def by_type(self, entity_type: str, limit: int, offset: int) -> Page[Entity]:
-        return await self._store.list_entities_by_type(entity_type, check_limit(limit), check_offset(offset))
+        return await self._store.entities.by_type(entity_type, check_limit(limit), check_offset(offset))
 
     async def find_by_name(self, name: str, limit: int) -> list[Entity]:
-        return await self._store.find_entities_by_name(check_text(name, "name", maximum=MAX_NAME), check_limit(limit))
+        return await self._store.entities.find_by_name(check_text(name, "name", maximum=MAX_NAME), check_limit(limit))
 
     async def delete(self, entity_id: int) -> None:
-        _found(await self._store.delete_entity(entity_id) or None, "entity", entity_id)
+        _found(await self._store.uow.run(lambda tx: writes.delete_entity(tx, entity_id)) or None, "entity", entity_id)
 
     async def relate(self, new: NewRelationship) -> Upserted[Relationship]:
         check_text(new.label, "label", maximum=MAX_NAME)
         check_metadata(new.metadata)
-        return await self._store.upsert_relationship(new)
+        return await self._store.uow.run(lambda tx: writes.relate(tx, new))
 
     async def relationships(self, entity_id: int, direction: Direction = "out") -> list[Relationship]:
         if direction not in ("out", "in", "both"):
             raise Invalid("direction must be out, in or both", field="direction")
-        _found(await self._store.get_entity(entity_id), "entity", entity_id)
-        return await self._store.relationships_of(entity_id, direction)
+        _found(await self._store.entities.get(entity_id), "entity", entity_id)
+        return await self._store.entities.relationships_of(entity_id, direction)
 
     async def unrelate(self, from_id: int, to_id: int, label: str) -> None:
-        if not await self._store.delete_relationship(from_id, to_id, label):
+        if not await self._store.uow.run(lambda tx: writes.unrelate(tx, from_id, to_id, label)):
             raise NotFound(f"relationship {from_id} -[{label}]-> {to_id} does not exist")
 
 
 class SummaryService:
-    def __init__(self, store: MemoryStore) -> None:
+    def __init__(self, store: Store) -> None:
         self._store = store
 
     async def add(self, new: NewSummary) -> Summary:
@@ -217,14 +222,14 @@ class SummaryService:
         check_count(new.token_count, "tokenCount")
         check_count(new.episode_count, "episodeCount")
         check_metadata(new.metadata)
-        return await self._store.add_summary(new)
+        return await self._store.uow.run(lambda tx: writes.add_summary(tx, new))
 
     async def get(self, summary_id: int) -> Summary:
-        return _found(await self._store.get_summary(summary_id), "summary", summary_id)
+        return _found(await self._store.summaries.get(summary_id), "summary", summary_id)
 
     async def of_session(self, session_id: int) -> list[Summary]:
-        _found(await self._store.get_session(session_id), "session", session_id)
-        return await self._store.list_summaries(session_id)
+        _found(await self._store.sessions.get(session_id), "session", session_id)
+        return await self._store.summaries.list(session_id)
 
     async def delete(self, summary_id: int) -> None:
-        _found(await self._store.delete_summary(summary_id) or None, "summary", summary_id)
+        _found(await self._store.uow.run(lambda tx: writes.delete_summary(tx, summary_id)) or None, "summary", summary_id)

@@ -16,8 +16,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from domain.models import parse_timestamp
+from domain.record_kinds import NAMES
 
-COLLECTIONS: tuple[str, ...] = ("episodes", "entities", "summaries")
+COLLECTIONS: tuple[str, ...] = NAMES  # one vector collection per record kind
 DEFAULT_DIMENSION = 768  # nomic-embed-text; EMBEDDING_DIM overrides it
 DISTANCE = "cosine"
 

@@ -1,5 +1,5 @@
 """``InMemoryIndexCatalog``: the index manifest and stored embeddings beside an
-``InMemoryMemoryStore`` (the IndexCatalog test double; same contract suite as SQLite's)."""
+``MemoryStore`` (the IndexCatalog test double; same contract suite as SQLite's)."""
 
 from __future__ import annotations
 
@@ -8,13 +8,14 @@ import secrets
 from collections.abc import Sequence
 from dataclasses import replace
 
-from adapters.memory.store import InMemoryMemoryStore
-from domain.vectors import ModelRef, point_payload
+from adapters.memory.store import MemoryStore
+from domain.record_kinds import KINDS
+from domain.vectors import ModelRef
 from ports.index_catalog import EmbeddingRow, Generation
 
 
 class InMemoryIndexCatalog:
-    def __init__(self, store: InMemoryMemoryStore) -> None:
+    def __init__(self, store: MemoryStore) -> None:
         self._store = store
         self._id = secrets.token_hex(4)
         self._models: dict[ModelRef, int] = {}
@@ -26,8 +27,7 @@ class InMemoryIndexCatalog:
         self._reindex: set[str] = set()
 
     def _table(self, collection: str) -> dict:
-        return {"episodes": self._store.episodes, "entities": self._store.entities,
-                "summaries": self._store.summaries}[collection]
+        return getattr(self._store.state, KINDS[collection].name)
 
     async def store_id(self) -> str:
         return self._id
@@ -63,7 +63,7 @@ class InMemoryIndexCatalog:
     def _row(self, collection: str, model_id: int, item) -> EmbeddingRow:
         stored = self._embeddings.get((collection, item.id))
         vector = stored[2] if stored and stored[0] == model_id and stored[1] == item.text else None
-        return EmbeddingRow(item.id, point_payload(item.created_at, getattr(item, "session_id", None)), vector)
+        return EmbeddingRow(item.id, KINDS[collection].payload(item), vector)
 
     async def embedding_rows(self, collection: str, model_id: int, after_id: int, limit: int) -> list[EmbeddingRow]:
         table = self._table(collection)
@@ -78,7 +78,7 @@ class InMemoryIndexCatalog:
         return sorted(self._table(collection))
 
     async def pending_ids(self, collection: str) -> set[int]:
-        return {j.ref_id for j in self._store.outbox.values() if j.collection == collection and j.op != "delete_session"}
+        return {j.ref_id for j in self._store.state.outbox.values() if j.collection == collection and j.op != "delete_session"}
 
     async def missing_embeddings(self, collection: str, model_id: int) -> int:
         table = self._table(collection)

@@ -7,22 +7,22 @@ from collections.abc import Sequence
 
 from adapters.sqlite.database import SqliteDatabase
 from domain.models import utc_now
+from domain.record_kinds import KINDS
 from domain.vectors import ModelRef, point_payload
 from ports.index_catalog import EmbeddingRow, Generation
 
-_TABLES = {"episodes": "episodes", "entities": "entities", "summaries": "summaries"}
 
 
 def _table(collection: str) -> str:
     try:
-        return _TABLES[collection]
+        return KINDS[collection].name  # each kind's rows live in the table of its name
     except KeyError:
         raise ValueError(f"unknown collection {collection!r}") from None
 
 
 def _select(collection: str) -> str:
-    # Entities belong to no session; their payload has no sessionId.
-    session = "NULL" if collection == "entities" else "r.session_id"
+    # Kinds outside sessions (entities): their payload has no sessionId.
+    session = "r.session_id" if KINDS[collection].in_sessions else "NULL"
     return (f"SELECT r.id, r.created_at, {session}, e.vector FROM {_table(collection)} r"
             " LEFT JOIN embeddings e ON e.collection = ? AND e.ref_id = r.id AND e.model_id = ?")
 

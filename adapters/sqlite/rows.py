@@ -81,3 +81,7 @@ def fts_match(query: KeywordQuery) -> str:
         return query.raw or ""
     quoted = ['"' + term.replace('"', '""') + '"' for term in query.terms]
     return (" OR " if query.mode == "any" else " ").join(quoted)
+
+
+# The row mapper of each record kind (its table and keyword index carry the kind's name).
+ROW_OF = {"episodes": episode_of, "entities": entity_of, "summaries": summary_of}

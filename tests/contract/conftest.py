@@ -1,4 +1,4 @@
-"""Memory store fixtures: the same contract suite runs over every store adapter."""
+"""Store fixtures: each port's contract suite runs over every adapter set (memory, SQLite)."""
 
 from __future__ import annotations
 
@@ -7,23 +7,23 @@ from pathlib import Path
 
 import pytest
 
-from adapters.memory.store import InMemoryMemoryStore
-from adapters.sqlite.store import SqliteMemoryStore
-from ports.memory_store import MemoryStore
+from adapters.memory.store import MemoryStore
+from adapters.sqlite.store import SqliteStore
+from ports.store import Store
 
 
-def _open_store(kind: str, tmp_path: Path) -> MemoryStore:
+def _open_store(kind: str, tmp_path: Path) -> Store:
     if kind == "memory":
-        return InMemoryMemoryStore()
-    return SqliteMemoryStore.open(str(tmp_path / "memory.db"))
+        return MemoryStore()
+    return SqliteStore.open(str(tmp_path / "memory.db"))
 
 
 @pytest.fixture(params=["memory", "sqlite"])
-async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[MemoryStore]:
-    """Every store adapter in turn, empty, closed after the test."""
+async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Store]:
+    """Every adapter set in turn, empty, closed after the test."""
     opened = _open_store(request.param, tmp_path)
     yield opened
-    await opened.close()
+    await opened.operations.close()
 
 
 @pytest.fixture
@@ -32,8 +32,8 @@ def sqlite_path(tmp_path: Path) -> str:
 
 
 @pytest.fixture
-async def sqlite_store(sqlite_path: str) -> AsyncIterator[SqliteMemoryStore]:
+async def sqlite_store(sqlite_path: str) -> AsyncIterator[SqliteStore]:
     """The SQLite adapter alone, for what only a real database file has (WAL, FTS5, the writer)."""
-    opened = SqliteMemoryStore.open(sqlite_path)
+    opened = SqliteStore.open(sqlite_path)
     yield opened
-    await opened.close()
+    await opened.operations.close()

@@ -13,17 +13,18 @@ from adapters.memory.catalog import InMemoryIndexCatalog
 from adapters.memory.store import InMemoryMemoryStore
 from adapters.sqlite.catalog import SqliteIndexCatalog
 from adapters.sqlite.store import SqliteMemoryStore
+from domain import writes
 from domain.models import EpisodeChanges, NewEntity, NewEpisode
 from domain.vectors import ModelRef, decode_vector, encode_vector
 from ports.index_catalog import IndexCatalog
-from ports.memory_store import MemoryStore
+from ports.store import Store
 
 MODEL = ModelRef("hash", "hash", 4)
 OTHER = ModelRef("fake", "fake", 4)
 
 
 @pytest.fixture(params=["memory", "sqlite"])
-async def pair(request, tmp_path: Path) -> AsyncIterator[tuple[MemoryStore, IndexCatalog]]:
+async def pair(request, tmp_path: Path) -> AsyncIterator[tuple[Store, IndexCatalog]]:
     if request.param == "memory":
         store = InMemoryMemoryStore()
         yield store, InMemoryIndexCatalog(store)
@@ -33,9 +34,9 @@ async def pair(request, tmp_path: Path) -> AsyncIterator[tuple[MemoryStore, Inde
     await store.close()
 
 
-async def _episodes(store: MemoryStore, n: int) -> list[int]:
-    session = await store.create_session("s", {})
-    made = await store.add_episodes([NewEpisode(session.id, f"u{i}", f"a{i}") for i in range(n)])
+async def _episodes(store: Store, n: int) -> list[int]:
+    session = await store.uow.run(lambda tx: writes.create_session(tx, "s", {}))
+    made = await store.uow.run(lambda tx: writes.add_episodes(tx, [NewEpisode(session.id, f"u{i}", f"a{i}") for i in range(n)]))
     return [e.id for e in made]
 
 
@@ -83,9 +84,9 @@ async def test_an_embedding_goes_with_its_record_and_with_its_text(pair) -> None
     ids = await _episodes(store, 3)
     model = await catalog.model_id(MODEL)
     await catalog.store_embeddings("episodes", model, [(i, encode_vector([1, 1, 1, 1])) for i in ids])
-    await store.delete_episode(ids[0])
-    await store.update_episode(ids[1], EpisodeChanges(user_message="changed"))
-    await store.update_episode(ids[2], EpisodeChanges(metadata={"k": "v"}))  # the text is unchanged
+    await store.uow.run(lambda tx: writes.delete_episode(tx, ids[0]))
+    await store.uow.run(lambda tx: writes.update_episode(tx, ids[1], EpisodeChanges(user_message="changed")))
+    await store.uow.run(lambda tx: writes.update_episode(tx, ids[2], EpisodeChanges(metadata={"k": "v"})))  # the text is unchanged
     rows = {r.id: r.vector for r in await catalog.embedding_rows("episodes", model, 0, 10)}
     assert list(rows) == ids[1:] and rows[ids[1]] is None and rows[ids[2]] is not None
 
@@ -93,7 +94,7 @@ async def test_an_embedding_goes_with_its_record_and_with_its_text(pair) -> None
 async def test_embeddings_of_records_that_do_not_exist_are_not_kept(pair) -> None:
     store, catalog = pair
     model = await catalog.model_id(MODEL)
-    entity = (await store.upsert_entity(NewEntity("Ada", "person"))).item
+    entity = (await store.uow.run(lambda tx: writes.upsert_entity(tx, NewEntity("Ada", "person")))).item
     await catalog.store_embeddings("entities", model, [(entity.id, encode_vector([1, 0, 0, 0])), (999, b"x" * 16)])
     assert await catalog.missing_embeddings("entities", model) == 0
     assert await catalog.row_ids("entities") == [entity.id]
@@ -103,8 +104,8 @@ async def test_pending_ids_are_the_records_with_queued_jobs(pair) -> None:
     store, catalog = pair
     ids = await _episodes(store, 2)
     assert await catalog.pending_ids("episodes") == set(ids)
-    jobs = await store.due_jobs(10, datetime.now(UTC) + timedelta(seconds=1))
-    await store.complete_jobs([j.id for j in jobs])
+    jobs = await store.outbox.due(10, datetime.now(UTC) + timedelta(seconds=1))
+    await store.outbox.complete([j.id for j in jobs])
     assert await catalog.pending_ids("episodes") == set()
 
 

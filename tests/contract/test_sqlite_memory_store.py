@@ -1,5 +1,5 @@
 """What only the SQLite store has: a file that outlives the process, WAL, FTS5 and a group-committing
-writer thread. The shared contract is in test_memory_store.py; this is the part no double can fake."""
+writer thread. The shared contracts are the test_*_contract.py suites; this is the part no double can fake."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import pytest
 
 from adapters.sqlite.schema import SCHEMA_VERSION
 from adapters.sqlite.store import SqliteMemoryStore
+from domain import writes
 from domain.errors import NotFound, Unavailable
 from domain.keywords import plain_query
 from domain.models import EpisodeChanges, NewEntity, NewEpisode, NewRelationship, NewSummary
@@ -22,23 +23,23 @@ FAR_FUTURE = datetime(2100, 1, 1, tzinfo=UTC)
 
 async def test_data_survives_closing_and_reopening_the_file(sqlite_path: str) -> None:
     store = SqliteMemoryStore.open(sqlite_path)
-    session = await store.create_session("conv-1", {"k": "v"})
-    [episode] = await store.add_episodes([NewEpisode(session.id, "remember the lighthouse", "noted")])
-    entity = (await store.upsert_entity(NewEntity("Ada", "person", "notes"))).item
-    summary = await store.add_summary(NewSummary(session.id, "a chat"))
+    session = await store.uow.run(lambda tx: writes.create_session(tx, "conv-1", {"k": "v"}))
+    [episode] = await store.uow.run(lambda tx: writes.add_episodes(tx, [NewEpisode(session.id, "remember the lighthouse", "noted")]))
+    entity = (await store.uow.run(lambda tx: writes.upsert_entity(tx, NewEntity("Ada", "person", "notes")))).item
+    summary = await store.uow.run(lambda tx: writes.add_summary(tx, NewSummary(session.id, "a chat")))
     await store.close()
     await store.close()  # closing twice is harmless
 
     reopened = SqliteMemoryStore.open(sqlite_path)
     try:
-        assert await reopened.get_session(session.id) == session
-        assert await reopened.get_episode(episode.id) == episode
-        assert await reopened.get_entity(entity.id) == entity
-        assert await reopened.get_summary(summary.id) == summary
-        hits = await reopened.keyword_search("episodes", plain_query("lighthouse"), 10)
+        assert await reopened.sessions.get(session.id) == session
+        assert await reopened.episodes.get(episode.id) == episode
+        assert await reopened.entities.get(entity.id) == entity
+        assert await reopened.summaries.get(summary.id) == summary
+        hits = await reopened.keywords.search("episodes", plain_query("lighthouse"), 10)
         assert [h.item.id for h in hits] == [episode.id]
-        assert (await reopened.backlog()).pending == 3
-        [newer] = await reopened.add_episodes([NewEpisode(session.id, "u", "a")])
+        assert (await reopened.outbox.backlog()).pending == 3
+        [newer] = await reopened.uow.run(lambda tx: writes.add_episodes(tx, [NewEpisode(session.id, "u", "a")]))
         assert newer.id > episode.id
     finally:
         await reopened.close()
@@ -58,24 +59,24 @@ async def test_connections_use_wal_foreign_keys_and_the_current_schema(sqlite_st
 
 async def test_the_fts_indexes_pass_their_integrity_check_after_a_mix_of_writes(sqlite_path: str) -> None:
     store = SqliteMemoryStore.open(sqlite_path)
-    sessions = [await store.create_session(f"conv-{i}", {}) for i in range(3)]
-    episodes = await store.add_episodes(
+    sessions = [await store.uow.run(lambda tx: writes.create_session(tx, f"conv-{i}", {})) for i in range(3)]
+    episodes = await store.uow.run(lambda tx: writes.add_episodes(tx, 
         [NewEpisode(s.id, f"question {i} about café ☕", f"answer {i} 東京") for s in sessions for i in range(10)]
-    )
+    ))
     for episode in episodes[::3]:
-        await store.update_episode(episode.id, EpisodeChanges(user_message="rewritten words"))
+        await store.uow.run(lambda tx: writes.update_episode(tx, episode.id, EpisodeChanges(user_message="rewritten words")))
     for episode in episodes[1::4]:
-        await store.update_episode(episode.id, EpisodeChanges(metadata={"only": "metadata"}))
+        await store.uow.run(lambda tx: writes.update_episode(tx, episode.id, EpisodeChanges(metadata={"only": "metadata"})))
     for episode in episodes[2::5]:
-        await store.delete_episode(episode.id)
-    ada = (await store.upsert_entity(NewEntity("Ada", "person", "first"))).item
-    bob = (await store.upsert_entity(NewEntity("Bob", "person"))).item
-    await store.upsert_entity(NewEntity("Ada", "person", "second notes"))
-    await store.upsert_relationship(NewRelationship(ada.id, bob.id, "knows"))
-    await store.delete_entity(bob.id)
+        await store.uow.run(lambda tx: writes.delete_episode(tx, episode.id))
+    ada = (await store.uow.run(lambda tx: writes.upsert_entity(tx, NewEntity("Ada", "person", "first")))).item
+    bob = (await store.uow.run(lambda tx: writes.upsert_entity(tx, NewEntity("Bob", "person")))).item
+    await store.uow.run(lambda tx: writes.upsert_entity(tx, NewEntity("Ada", "person", "second notes")))
+    await store.uow.run(lambda tx: writes.relate(tx, NewRelationship(ada.id, bob.id, "knows")))
+    await store.uow.run(lambda tx: writes.delete_entity(tx, bob.id))
     for s in sessions:
-        await store.add_summary(NewSummary(s.id, f"summary of {s.external_id}"))
-    await store.delete_session(sessions[0].id)  # cascades: the delete triggers fire for cascaded rows
+        await store.uow.run(lambda tx: writes.add_summary(tx, NewSummary(s.id, f"summary of {s.external_id}")))
+    await store.uow.run(lambda tx: writes.delete_session(tx, sessions[0].id))  # cascades: the delete triggers fire for cascaded rows
     await store.close()
 
     conn = sqlite3.connect(sqlite_path)
@@ -89,10 +90,10 @@ async def test_the_fts_indexes_pass_their_integrity_check_after_a_mix_of_writes(
 
 
 async def test_porter_stemming_and_diacritics_folding_widen_plain_matches(sqlite_store: SqliteMemoryStore) -> None:
-    session = await sqlite_store.create_session("conv-1", {})
-    [episode] = await sqlite_store.add_episodes([NewEpisode(session.id, "she was running to the café", "ok")])
+    session = await sqlite_store.uow.run(lambda tx: writes.create_session(tx, "conv-1", {}))
+    [episode] = await sqlite_store.uow.run(lambda tx: writes.add_episodes(tx, [NewEpisode(session.id, "she was running to the café", "ok")]))
     for text in ("runs", "cafe", "CAFÉ"):
-        hits = await sqlite_store.keyword_search("episodes", plain_query(text), 10)
+        hits = await sqlite_store.keywords.search("episodes", plain_query(text), 10)
         assert [h.item.id for h in hits] == [episode.id], text
 
 
@@ -100,33 +101,33 @@ async def test_two_hundred_concurrent_writes_all_succeed_without_duplicate_entit
     sqlite_store: SqliteMemoryStore,
 ) -> None:
     store = sqlite_store
-    session = await store.create_session("conv-1", {})
-    episodes = [store.add_episodes([NewEpisode(session.id, f"message {i}", "reply")]) for i in range(200)]
-    entities = [store.upsert_entity(NewEntity("Ada", "person", f"note {i}")) for i in range(200)]
+    session = await store.uow.run(lambda tx: writes.create_session(tx, "conv-1", {}))
+    episodes = [store.uow.run(lambda tx: writes.add_episodes(tx, [NewEpisode(session.id, f"message {i}", "reply")])) for i in range(200)]
+    entities = [store.uow.run(lambda tx: writes.upsert_entity(tx, NewEntity("Ada", "person", f"note {i}"))) for i in range(200)]
     results = await asyncio.gather(*episodes, *entities)
 
     episode_ids = [batch[0].id for batch in results[:200]]
     upserts = results[200:]
     assert len(set(episode_ids)) == 200
-    assert len(await store.get_episodes(episode_ids)) == 200
+    assert len(await store.episodes.get_many(episode_ids)) == 200
     assert len({u.item.id for u in upserts}) == 1
     assert sum(u.created for u in upserts) == 1
-    counts = await store.counts()
+    counts = await store.operations.counts()
     assert (counts["episodes"], counts["entities"]) == (200, 1)
-    assert (await store.list_entities_by_type("person", 10, 0)).total == 1
+    assert (await store.entities.by_type("person", 10, 0)).total == 1
 
 
 async def test_one_failing_write_in_a_group_commit_does_not_fail_its_neighbours(
     sqlite_store: SqliteMemoryStore,
 ) -> None:
     store = sqlite_store
-    session = await store.create_session("conv-1", {})
+    session = await store.uow.run(lambda tx: writes.create_session(tx, "conv-1", {}))
     gate = threading.Event()
     # Hold the writer thread so the next writes queue up and are committed as one group.
     held = asyncio.ensure_future(store.database.write(lambda conn: gate.wait(30)))
-    before = asyncio.ensure_future(store.add_episodes([NewEpisode(session.id, "before", "a")]))
-    failing = asyncio.ensure_future(store.add_episodes([NewEpisode(session.id, "ok", "a"), NewEpisode(999, "x", "y")]))
-    after = asyncio.ensure_future(store.add_episodes([NewEpisode(session.id, "after", "a")]))
+    before = asyncio.ensure_future(store.uow.run(lambda tx: writes.add_episodes(tx, [NewEpisode(session.id, "before", "a")])))
+    failing = asyncio.ensure_future(store.uow.run(lambda tx: writes.add_episodes(tx, [NewEpisode(session.id, "ok", "a"), NewEpisode(999, "x", "y")])))
+    after = asyncio.ensure_future(store.uow.run(lambda tx: writes.add_episodes(tx, [NewEpisode(session.id, "after", "a")])))
     await asyncio.sleep(0)  # let every write reach the writer's queue
     gate.set()
     outcomes = await asyncio.gather(held, before, failing, after, return_exceptions=True)
@@ -134,19 +135,19 @@ async def test_one_failing_write_in_a_group_commit_does_not_fail_its_neighbours(
     assert outcomes[0] is True
     assert isinstance(outcomes[2], NotFound) and outcomes[2].field == "sessionId"
     [first], [last] = outcomes[1], outcomes[3]
-    listed = (await store.list_episodes(session.id, 10, 0)).items
+    listed = (await store.episodes.list(session.id, 10, 0)).items
     assert [e.id for e in listed] == [first.id, last.id]
-    assert [j.ref_id for j in await store.due_jobs(10, FAR_FUTURE)] == [first.id, last.id]
+    assert [j.ref_id for j in await store.outbox.due(10, FAR_FUTURE)] == [first.id, last.id]
 
 
 async def test_a_private_in_memory_database_works_like_a_file(tmp_path) -> None:
     store = SqliteMemoryStore.open(":memory:")
     try:
-        session = await store.create_session("conv-1", {})
-        [episode] = await store.add_episodes([NewEpisode(session.id, "ephemeral", "yes")])
-        hits = await store.keyword_search("episodes", plain_query("ephemeral"), 10)
+        session = await store.uow.run(lambda tx: writes.create_session(tx, "conv-1", {}))
+        [episode] = await store.uow.run(lambda tx: writes.add_episodes(tx, [NewEpisode(session.id, "ephemeral", "yes")]))
+        hits = await store.keywords.search("episodes", plain_query("ephemeral"), 10)
         assert [h.item.id for h in hits] == [episode.id]
-        assert await store.health() is None
+        assert await store.operations.health() is None
     finally:
         await store.close()
     assert list(tmp_path.iterdir()) == []
@@ -157,8 +158,8 @@ async def test_a_closed_store_answers_unavailable_instead_of_hanging(sqlite_path
     store = SqliteMemoryStore.open(sqlite_path if where == "file" else ":memory:")
     await store.close()
     with pytest.raises(Unavailable):
-        await store.create_session("conv-1", {})
+        await store.uow.run(lambda tx: writes.create_session(tx, "conv-1", {}))
     with pytest.raises(Unavailable):
-        await store.get_session(1)
-    problem = await store.health()
+        await store.sessions.get(1)
+    problem = await store.operations.health()
     assert isinstance(problem, str) and "closed" in problem

@@ -13,6 +13,7 @@ import pytest
 from adapters.sqlite.schema import SCHEMA_VERSION
 from adapters.sqlite.store import SqliteMemoryStore
 from app.backup import BackupError, backup_store, export_store, import_store
+from domain import writes
 from domain.models import NewEpisode
 
 
@@ -26,8 +27,8 @@ def exported(tmp_path: Path) -> tuple[Path, list[dict]]:
 
     async def fill() -> None:
         store = SqliteMemoryStore.open(str(db))
-        session = await store.create_session("s", {"k": 1})
-        await store.add_episodes([NewEpisode(session.id, "hello", "world", token_count=3)])
+        session = await store.uow.run(lambda tx: writes.create_session(tx, "s", {"k": 1}))
+        await store.uow.run(lambda tx: writes.add_episodes(tx, [NewEpisode(session.id, "hello", "world", token_count=3)]))
         await store.close()
 
     asyncio.run(fill())
@@ -61,7 +62,7 @@ def test_an_import_row_that_breaks_the_api_rules_imports_nothing(tmp_path, expor
         import_store(str(target), _write(tmp_path / "bad.jsonl", lines))
     store = SqliteMemoryStore.open(str(target))
     try:
-        assert asyncio.run(store.counts())["sessions"] == 0  # all or nothing: the good rows too
+        assert asyncio.run(store.operations.counts())["sessions"] == 0  # all or nothing: the good rows too
     finally:
         asyncio.run(store.close())
 
@@ -79,7 +80,7 @@ def test_an_import_row_the_api_would_refuse_as_text_imports_nothing(tmp_path, ex
         import_store(str(target), _write(tmp_path / "bad.jsonl", lines))
     store = SqliteMemoryStore.open(str(target))
     try:
-        assert asyncio.run(store.counts())["sessions"] == 0
+        assert asyncio.run(store.operations.counts())["sessions"] == 0
     finally:
         asyncio.run(store.close())
 
@@ -108,7 +109,7 @@ def test_imported_timestamps_are_stored_in_the_one_canonical_format(tmp_path, ex
     import_store(str(target), _write(tmp_path / "ok.jsonl", lines))
     store = SqliteMemoryStore.open(str(target))
     try:
-        [episode] = asyncio.run(store.get_episodes([_episode_line(lines)["row"]["id"]]))
+        [episode] = asyncio.run(store.episodes.get_many([_episode_line(lines)["row"]["id"]]))
     finally:
         asyncio.run(store.close())
     assert episode.created_at == "2024-02-29T12:00:00.000Z"

@@ -13,6 +13,7 @@ from adapters.memory.fake_embedder import FakeEmbedder
 from adapters.memory.store import InMemoryMemoryStore
 from adapters.memory.vector_index import InMemoryVectorIndex
 from adapters.qdrant.server import QdrantServerIndex
+from domain import writes
 from domain.errors import VectorIndexError
 from domain.index_manager import IndexManager
 from domain.indexing import IndexingService
@@ -37,8 +38,8 @@ class World:
 
     async def add(self, n: int, text: str = "note") -> list[int]:
         if not self.session:
-            self.session = (await self.store.create_session("s", {})).id
-        made = await self.store.add_episodes([NewEpisode(self.session, f"{text} {i}", "ok") for i in range(n)])
+            self.session = (await self.store.uow.run(lambda tx: writes.create_session(tx, "s", {}))).id
+        made = await self.store.uow.run(lambda tx: writes.add_episodes(tx, [NewEpisode(self.session, f"{text} {i}", "ok") for i in range(n)]))
         return [e.id for e in made]
 
     async def drain(self, manager: IndexManager, embedder: FakeEmbedder) -> None:
@@ -59,7 +60,7 @@ async def settle(manager: IndexManager, rounds: int = 2000) -> dict:
 
 
 async def points_and_rows(world: World, manager: IndexManager) -> tuple[int, int]:
-    return await manager.count("episodes"), len(world.store.episodes)
+    return await manager.count("episodes"), len(world.store.state.episodes)
 
 
 async def test_a_fresh_store_is_consistent_at_once_without_a_build() -> None:
@@ -165,8 +166,8 @@ async def test_writes_made_during_a_build_reach_the_new_generation() -> None:
     manager.run()
     await reached.wait()
     added = await world.add(3, text="late")
-    await world.store.delete_episode(ids[0])
-    await world.store.update_episode(ids[1], EpisodeChanges(user_message="rewritten"))
+    await world.store.uow.run(lambda tx: writes.delete_episode(tx, ids[0]))
+    await world.store.uow.run(lambda tx: writes.update_episode(tx, ids[1], EpisodeChanges(user_message="rewritten")))
     await world.drain(manager, embedder)
     gate.set()
     await settle(manager)

@@ -10,6 +10,7 @@ from adapters.memory.catalog import InMemoryIndexCatalog
 from adapters.memory.fake_embedder import FakeEmbedder
 from adapters.memory.store import InMemoryMemoryStore
 from adapters.memory.vector_index import InMemoryVectorIndex
+from domain import writes
 from domain.errors import VectorIndexError
 from domain.index_manager import IndexManager
 from domain.indexing import MAX_DELAY, IndexingService, backoff_delay
@@ -37,7 +38,7 @@ async def world():
     index = IndexManager(InMemoryVectorIndex(), InMemoryIndexCatalog(store), store, embedder, "fake")
     await index.start()
     service = IndexingService(store, index, embedder, clock=clock)
-    session = await store.create_session("s", {})
+    session = await store.uow.run(lambda tx: writes.create_session(tx, "s", {}))
     return store, index, embedder, clock, service, session.id
 
 
@@ -52,20 +53,20 @@ async def drain(service: IndexingService, clock: Clock, passes: int = 50) -> Non
 
 async def test_an_episode_becomes_vector_searchable_after_the_worker_runs(world):
     store, index, embedder, clock, service, sid = world
-    [episode] = await store.add_episodes([NewEpisode(sid, "I adopted a cat", "Lovely")])
+    [episode] = await store.uow.run(lambda tx: writes.add_episodes(tx, [NewEpisode(sid, "I adopted a cat", "Lovely")]))
     assert await index.count("episodes") == 0
     await drain(service, clock)
     [vector] = await embedder.embed([episode.text])
     hits = await index.search("episodes", vector, 5)
     assert hits[0].id == episode.id and hits[0].score == pytest.approx(1.0, abs=1e-5)
     assert episode.text in embedder.embedded
-    assert (await store.backlog()).pending == 0
+    assert (await store.outbox.backlog()).pending == 0
 
 
 async def test_points_carry_the_session_and_creation_time_so_search_can_filter(world):
     store, index, embedder, clock, service, sid = world
-    other = (await store.create_session("other", {})).id
-    await store.add_episodes([NewEpisode(sid, "alpha", "beta"), NewEpisode(other, "alpha", "beta")])
+    other = (await store.uow.run(lambda tx: writes.create_session(tx, "other", {}))).id
+    await store.uow.run(lambda tx: writes.add_episodes(tx, [NewEpisode(sid, "alpha", "beta"), NewEpisode(other, "alpha", "beta")]))
     await drain(service, clock)
     [vector] = await embedder.embed(["User: alpha\nAssistant: beta"])
     hits = await index.search("episodes", vector, 10, VectorFilter(session_id=other))
@@ -75,17 +76,17 @@ async def test_points_carry_the_session_and_creation_time_so_search_can_filter(w
 async def test_embedder_down_keeps_the_jobs_and_they_drain_exactly_once_after_recovery(world):
     store, index, embedder, clock, service, sid = world
     embedder.go_down()
-    await store.add_episodes([NewEpisode(sid, f"message {i}", "reply") for i in range(5)])
+    await store.uow.run(lambda tx: writes.add_episodes(tx, [NewEpisode(sid, f"message {i}", "reply") for i in range(5)]))
     result = await service.run_once(64)
     assert result.deferred == 5 and result.done == 0
-    backlog = await store.backlog()
+    backlog = await store.outbox.backlog()
     assert backlog.pending == 5 and backlog.failing == 5 and "down" in backlog.last_error
     assert await service.run_once(64) == type(result)()  # hidden until the retry time
     embedder.recover()
     clock.advance(MAX_DELAY * 2)
     await drain(service, clock)
     assert await index.count("episodes") == 5
-    assert (await store.backlog()).pending == 0
+    assert (await store.outbox.backlog()).pending == 0
     texts = embedder.embedded
     assert len(texts) == len(set(texts)) == 5
 
@@ -100,44 +101,44 @@ async def test_backoff_doubles_with_jitter_and_is_capped():
 
 async def test_deleting_a_session_removes_the_points_of_its_episodes_and_summaries(world):
     store, index, embedder, clock, service, sid = world
-    keep = (await store.create_session("keep", {})).id
-    await store.add_episodes([NewEpisode(sid, "one", "two"), NewEpisode(keep, "three", "four")])
-    await store.add_summary(NewSummary(sid, "a summary"))
+    keep = (await store.uow.run(lambda tx: writes.create_session(tx, "keep", {}))).id
+    await store.uow.run(lambda tx: writes.add_episodes(tx, [NewEpisode(sid, "one", "two"), NewEpisode(keep, "three", "four")]))
+    await store.uow.run(lambda tx: writes.add_summary(tx, NewSummary(sid, "a summary")))
     await drain(service, clock)
     assert await index.count("episodes") == 2 and await index.count("summaries") == 1
-    await store.delete_session(sid)
+    await store.uow.run(lambda tx: writes.delete_session(tx, sid))
     await drain(service, clock)
     assert await index.count("episodes") == 1 and await index.count("summaries") == 0
 
 
 async def test_deleting_an_episode_entity_or_summary_removes_its_point(world):
     store, index, embedder, clock, service, sid = world
-    [episode] = await store.add_episodes([NewEpisode(sid, "one", "two")])
-    entity = (await store.upsert_entity(NewEntity("Tom", "cat"))).item
-    summary = await store.add_summary(NewSummary(sid, "summary"))
+    [episode] = await store.uow.run(lambda tx: writes.add_episodes(tx, [NewEpisode(sid, "one", "two")]))
+    entity = (await store.uow.run(lambda tx: writes.upsert_entity(tx, NewEntity("Tom", "cat")))).item
+    summary = await store.uow.run(lambda tx: writes.add_summary(tx, NewSummary(sid, "summary")))
     await drain(service, clock)
     assert [await index.count(c) for c in ("episodes", "entities", "summaries")] == [1, 1, 1]
-    await store.delete_episode(episode.id)
-    await store.delete_entity(entity.id)
-    await store.delete_summary(summary.id)
+    await store.uow.run(lambda tx: writes.delete_episode(tx, episode.id))
+    await store.uow.run(lambda tx: writes.delete_entity(tx, entity.id))
+    await store.uow.run(lambda tx: writes.delete_summary(tx, summary.id))
     await drain(service, clock)
     assert [await index.count(c) for c in ("episodes", "entities", "summaries")] == [0, 0, 0]
 
 
 async def test_an_episode_deleted_before_it_was_embedded_leaves_no_point(world):
     store, index, embedder, clock, service, sid = world
-    [episode] = await store.add_episodes([NewEpisode(sid, "short lived", "gone")])
-    await store.delete_episode(episode.id)
+    [episode] = await store.uow.run(lambda tx: writes.add_episodes(tx, [NewEpisode(sid, "short lived", "gone")]))
+    await store.uow.run(lambda tx: writes.delete_episode(tx, episode.id))
     await drain(service, clock)
     assert await index.count("episodes") == 0
-    assert (await store.backlog()).pending == 0
+    assert (await store.outbox.backlog()).pending == 0
 
 
 async def test_patching_an_episode_re_embeds_its_new_text(world):
     store, index, embedder, clock, service, sid = world
-    [episode] = await store.add_episodes([NewEpisode(sid, "old words", "reply")])
+    [episode] = await store.uow.run(lambda tx: writes.add_episodes(tx, [NewEpisode(sid, "old words", "reply")]))
     await drain(service, clock)
-    changed = await store.update_episode(episode.id, EpisodeChanges(user_message="new words"))
+    changed = await store.uow.run(lambda tx: writes.update_episode(tx, episode.id, EpisodeChanges(user_message="new words")))
     await drain(service, clock)
     [vector] = await embedder.embed([changed.text])
     [hit] = await index.search("episodes", vector, 1)
@@ -147,7 +148,7 @@ async def test_patching_an_episode_re_embeds_its_new_text(world):
 
 async def test_entities_are_embedded_from_name_type_and_notes(world):
     store, index, embedder, clock, service, sid = world
-    entity = (await store.upsert_entity(NewEntity("Tom", "cat", "grey and fluffy"))).item
+    entity = (await store.uow.run(lambda tx: writes.upsert_entity(tx, NewEntity("Tom", "cat", "grey and fluffy")))).item
     await drain(service, clock)
     [vector] = await embedder.embed(["Tom\ncat\ngrey and fluffy"])
     [hit] = await index.search("entities", vector, 1)
@@ -156,10 +157,10 @@ async def test_entities_are_embedded_from_name_type_and_notes(world):
 
 async def test_a_failing_vector_index_defers_the_jobs_without_losing_them(world):
     store, index, embedder, clock, service, sid = world
-    await store.add_episodes([NewEpisode(sid, "kept", "safe")])
+    await store.uow.run(lambda tx: writes.add_episodes(tx, [NewEpisode(sid, "kept", "safe")]))
     broken = IndexingService(store, InMemoryVectorIndex(), embedder, clock=clock)  # no collections: every call fails
     result = await broken.run_once(64)
-    assert result.deferred == 1 and (await store.backlog()).pending == 1
+    assert result.deferred == 1 and (await store.outbox.backlog()).pending == 1
     clock.advance(MAX_DELAY * 2)
     await drain(service, clock)
     assert await index.count("episodes") == 1
@@ -168,7 +169,7 @@ async def test_a_failing_vector_index_defers_the_jobs_without_losing_them(world)
 # -- poison records (issue 11) ---------------------------------------------------------------------
 async def _episodes(store, sid, count, poison_at=()):
     texts = [("POISON " if i in poison_at else "") + f"message {i}" for i in range(count)]
-    return await store.add_episodes([NewEpisode(sid, text, "reply") for text in texts])
+    return await store.uow.run(lambda tx: writes.add_episodes(tx, [NewEpisode(sid, text, "reply") for text in texts]))
 
 
 @pytest.mark.parametrize("permanent", [True, False])
@@ -179,9 +180,9 @@ async def test_one_poison_record_does_not_hold_back_the_others_in_its_pass(world
     result = await service.run_once(64)
     assert result.done == 39 and result.deferred == 1
     assert await index.count("episodes") == 39
-    backlog = await store.backlog()
+    backlog = await store.outbox.backlog()
     assert backlog.pending == 1 and backlog.failing == 1 and "POISON" in backlog.last_error
-    [job] = await store.due_jobs(10, clock.now + timedelta(days=1))
+    [job] = await store.outbox.due(10, clock.now + timedelta(days=1))
     assert job.ref_id == episodes[17].id
 
 
@@ -191,9 +192,9 @@ async def test_a_poison_record_becomes_a_dead_letter_after_the_attempt_limit(wor
     embedder.refuse("POISON")
     await drain(service, clock)
     assert service.max_attempts == 5
-    backlog = await store.backlog()
+    backlog = await store.outbox.backlog()
     assert (backlog.pending, backlog.dead) == (0, 1)
-    [dead] = await store.dead_jobs(10)
+    [dead] = await store.outbox.dead(10)
     assert dead.ref_id == episodes[2].id and dead.attempts == 5 and dead.dead_at
     assert service.dead_lettered == 1
     calls = len(embedder.calls)
@@ -205,12 +206,12 @@ async def test_a_retried_dead_letter_is_indexed_once_the_embedder_accepts_it(wor
     await _episodes(store, sid, 3, poison_at={0})
     embedder.refuse("POISON")
     await drain(service, clock)
-    assert (await store.backlog()).dead == 1
+    assert (await store.outbox.backlog()).dead == 1
     embedder.poison.clear()
-    assert await store.retry_dead_jobs() == 1
+    assert await store.outbox.retry_dead() == 1
     await drain(service, clock)
     assert await index.count("episodes") == 3
-    assert (await store.backlog()) .dead == 0
+    assert (await store.outbox.backlog()) .dead == 0
 
 
 async def test_an_outage_defers_every_job_and_never_makes_dead_letters(world):
@@ -222,7 +223,7 @@ async def test_an_outage_defers_every_job_and_never_makes_dead_letters(world):
         assert result.dead == 0
         clock.advance(MAX_DELAY * 2)
     assert len(embedder.calls) == service.max_attempts * 3  # one call per pass: no splitting in an outage
-    backlog = await store.backlog()
+    backlog = await store.outbox.backlog()
     assert (backlog.pending, backlog.dead) == (8, 0)
     embedder.recover()
     await drain(service, clock)
@@ -247,7 +248,7 @@ async def test_an_index_failing_during_isolation_defers_without_dead_letters(wor
     service.max_attempts = 1  # any record failing alone would be buried at once
     result = await service.run_once(64)
     assert result.dead <= 1  # only the refused record itself can be buried
-    backlog = await store.backlog()
+    backlog = await store.outbox.backlog()
     assert backlog.dead + backlog.pending + result.done == 8
-    assert all("POISON" in j.last_error or "index" in j.last_error for j in await store.dead_jobs(10))
-    assert not [j for j in await store.dead_jobs(10) if "index" in j.last_error]
+    assert all("POISON" in j.last_error or "index" in j.last_error for j in await store.outbox.dead(10))
+    assert not [j for j in await store.outbox.dead(10) if "index" in j.last_error]

@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 from adapters.memory.fake_embedder import FakeEmbedder
 from adapters.memory.store import InMemoryMemoryStore
 from adapters.memory.vector_index import InMemoryVectorIndex
+from domain import writes
 from domain.models import NewEpisode, format_timestamp
 from domain.ranking import Context, RankedHit, RankingRequest
 from domain.retrieval import SearchQuery, SearchService
@@ -42,14 +43,14 @@ class Lookup:
 
 async def _service(*rankers: AllCandidates) -> tuple[SearchService, list[int], int]:
     store = InMemoryMemoryStore()
-    session = await store.create_session("s", {})
-    other = await store.create_session("other", {})
+    session = await store.uow.run(lambda tx: writes.create_session(tx, "s", {}))
+    other = await store.uow.run(lambda tx: writes.create_session(tx, "other", {}))
     texts = ["we adopted a puppy", "what did you call it", "Biscuit, after the cookie", "weather talk", "more weather"]
-    added = await store.add_episodes([
+    added = await store.uow.run(lambda tx: writes.add_episodes(tx, [
         NewEpisode(session.id, text, "ok", created_at=format_timestamp(START + timedelta(minutes=i)))
         for i, text in enumerate(texts)
-    ])
-    await store.add_episodes([NewEpisode(other.id, "puppy elsewhere", "ok")])
+    ]))
+    await store.uow.run(lambda tx: writes.add_episodes(tx, [NewEpisode(other.id, "puppy elsewhere", "ok")]))
     index = InMemoryVectorIndex()
     await index.ensure_collection("episodes", 8)  # empty: only the keyword leg finds anything
     service = SearchService(store, index, FakeEmbedder(8), Lookup(*rankers), rankers[0].name)

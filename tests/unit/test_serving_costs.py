@@ -7,21 +7,22 @@ import asyncio
 
 from adapters.sqlite.store import SqliteMemoryStore
 from app.config import load_settings
+from domain import writes
 from domain.models import EpisodeChanges, NewEpisode
 
 
 async def test_point_reads_on_the_event_loop_see_each_committed_write_at_once(tmp_path) -> None:
     store = SqliteMemoryStore.open(str(tmp_path / "m.db"))
     try:
-        session = await store.create_session("conv-1", {})
-        [episode] = await store.add_episodes([NewEpisode(session.id, "first", "reply")])
+        session = await store.uow.run(lambda tx: writes.create_session(tx, "conv-1", {}))
+        [episode] = await store.uow.run(lambda tx: writes.add_episodes(tx, [NewEpisode(session.id, "first", "reply")]))
         for n in range(20):
-            await store.update_episode(episode.id, EpisodeChanges(f"edit {n}", None, None, None))
-            assert (await store.get_episode(episode.id)).user_message == f"edit {n}"
-        await store.delete_episode(episode.id)
-        assert await store.get_episode(episode.id) is None
+            await store.uow.run(lambda tx: writes.update_episode(tx, episode.id, EpisodeChanges(f"edit {n}", None, None, None)))
+            assert (await store.episodes.get(episode.id)).user_message == f"edit {n}"
+        await store.uow.run(lambda tx: writes.delete_episode(tx, episode.id))
+        assert await store.episodes.get(episode.id) is None
         # Many at once on the one loop connection: each answers its own row.
-        found = await asyncio.gather(*(store.get_session(session.id) for _ in range(50)))
+        found = await asyncio.gather(*(store.sessions.get(session.id) for _ in range(50)))
         assert {s.external_id for s in found} == {"conv-1"}
     finally:
         await store.close()

@@ -1,0 +1,91 @@
+"""Entities and relationships in memory."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import replace
+
+from adapters.memory.state import MemoryState, page_of, stored
+from domain.errors import NotFound
+from domain.models import Entity, NewEntity, NewRelationship, Page, Relationship, Upserted, utc_now
+from ports.entities import Direction
+
+
+class MemoryEntities:
+    def __init__(self, state: MemoryState) -> None:
+        self._s = state
+
+    async def get(self, entity_id: int) -> Entity | None:
+        return self._s.entities.get(entity_id)
+
+    async def get_many(self, entity_ids: Sequence[int]) -> list[Entity]:
+        return [self._s.entities[i] for i in dict.fromkeys(entity_ids) if i in self._s.entities]
+
+    async def by_type(self, entity_type: str, limit: int, offset: int) -> Page[Entity]:
+        ordered = sorted((e for e in self._s.entities.values() if e.type == entity_type), key=lambda e: (e.name, e.id))
+        return page_of(ordered, limit, offset)
+
+    async def find_by_name(self, name: str, limit: int) -> list[Entity]:
+        needle = name.casefold()
+        found = [e for e in self._s.entities.values() if needle in e.name.casefold()]
+        found.sort(key=lambda e: (e.name.casefold() != needle, e.name, e.id))
+        return found[:limit]
+
+    async def mentioned_in(self, texts: Sequence[str], limit: int) -> list[Entity]:
+        haystack = "\n".join(texts).casefold()
+        found = [e for e in sorted(self._s.entities.values(), key=lambda e: e.id)
+                 if e.name and re.search(rf"(?<!\w){re.escape(e.name.casefold())}(?!\w)", haystack)]
+        return found[:limit]
+
+    async def relationships_of(self, entity_id: int, direction: Direction) -> list[Relationship]:
+        def wanted(r: Relationship) -> bool:
+            return (direction in ("out", "both") and r.from_id == entity_id) or (
+                direction in ("in", "both") and r.to_id == entity_id)
+
+        return sorted(filter(wanted, self._s.relationships.values()), key=lambda r: (r.created_at, r.id))
+
+
+class EntityTx:
+    def __init__(self, state: MemoryState) -> None:
+        self._s = state
+
+    def upsert(self, entity: NewEntity) -> Upserted[Entity]:
+        now = utc_now()
+        old = next((e for e in self._s.entities.values() if (e.name, e.type) == (entity.name, entity.type)), None)
+        if old is None:
+            out = Entity(self._s.next_id("entities"), entity.name, entity.type, entity.notes,
+                         stored(entity.metadata), now, now)
+        else:
+            out = replace(old, notes=entity.notes, metadata=stored(entity.metadata), updated_at=now)
+        self._s.entities[out.id] = out
+        return Upserted(out, old is None)
+
+    def delete(self, entity_id: int) -> bool:
+        if self._s.entities.pop(entity_id, None) is None:
+            return False
+        for rel_id in [i for i, r in self._s.relationships.items() if entity_id in (r.from_id, r.to_id)]:
+            del self._s.relationships[rel_id]
+        return True
+
+    def relate(self, relationship: NewRelationship) -> Upserted[Relationship]:
+        r = relationship
+        for field, entity_id in (("fromId", r.from_id), ("toId", r.to_id)):
+            if entity_id not in self._s.entities:
+                raise NotFound(f"entity {entity_id} does not exist", field=field)
+        old = next((x for x in self._s.relationships.values()
+                    if (x.from_id, x.to_id, x.label) == (r.from_id, r.to_id, r.label)), None)
+        if old is None:
+            out = Relationship(self._s.next_id("relationships"), r.from_id, r.to_id, r.label,
+                               stored(r.metadata), utc_now())
+        else:
+            out = replace(old, metadata=stored(r.metadata))
+        self._s.relationships[out.id] = out
+        return Upserted(out, old is None)
+
+    def unrelate(self, from_id: int, to_id: int, label: str) -> bool:
+        for rel_id, r in list(self._s.relationships.items()):
+            if (r.from_id, r.to_id, r.label) == (from_id, to_id, label):
+                del self._s.relationships[rel_id]
+                return True
+        return False

@@ -1,0 +1,57 @@
+"""Keyword search in memory: whole words, case-insensitive, scored by term frequency; no
+stemming, and mode ``fts`` is read as plain terms."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from datetime import datetime
+
+from adapters.memory.state import MemoryState
+from domain.keywords import KeywordQuery
+from domain.models import Entity, Episode, KeywordHit, format_timestamp
+from domain.record_kinds import KINDS, Source
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+class MemoryKeywordIndex:
+    parses_query_syntax = False
+
+    def __init__(self, state: MemoryState) -> None:
+        self._s = state
+
+    async def search(
+        self, source: Source, query: KeywordQuery, limit: int, session_id: int | None = None,
+        since: datetime | None = None, until: datetime | None = None,
+    ) -> list[KeywordHit]:
+        if query.is_empty or limit <= 0 or not query.terms:
+            return []
+        kind = KINDS[source]
+        table = getattr(self._s, kind.name)
+        lo = format_timestamp(since) if since else None
+        hi = format_timestamp(until) if until else None
+        hits = []
+        for item in table.values():
+            if session_id is not None and kind.in_sessions and item.session_id != session_id:
+                continue
+            if (lo and item.created_at < lo) or (hi and item.created_at > hi):
+                continue
+            # Every word counts, repeats included: term frequency is what orders the hits.
+            words = Counter(_WORD.findall(_searchable(item).casefold()))
+            counts = {t: words[t] for t in query.terms}
+            matched = [t for t, n in counts.items() if n]
+            if not matched or (query.mode != "any" and len(matched) < len(query.terms)):
+                continue
+            hits.append(KeywordHit(item, float(len(matched)) + 0.01 * sum(counts.values())))
+        hits.sort(key=lambda h: (-h.score, h.item.id))
+        return hits[:limit]
+
+
+def _searchable(item: object) -> str:
+    """The columns SQLite's keyword index holds for each kind."""
+    if isinstance(item, Episode):
+        return f"{item.user_message}\n{item.ai_response}"
+    if isinstance(item, Entity):
+        return f"{item.name}\n{item.type}\n{item.notes or ''}"
+    return item.content  # type: ignore[attr-defined]

@@ -1,0 +1,80 @@
+"""The embedding outbox in memory."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from datetime import datetime
+
+from adapters.memory.state import MemoryState
+from domain.models import format_timestamp, utc_now
+from domain.outbox import Backlog, JobOp, OutboxJob
+from domain.record_kinds import KINDS, Source
+
+
+class MemoryOutbox:
+    def __init__(self, state: MemoryState) -> None:
+        self._s = state
+
+    async def due(self, limit: int, now: datetime) -> list[OutboxJob]:
+        cutoff = format_timestamp(now)
+        return [job for job_id, job in sorted(self._s.outbox.items())
+                if self._s.retry_at[job_id] <= cutoff and job.dead_at is None][:limit]
+
+    async def complete(self, job_ids: Sequence[int]) -> None:
+        for job_id in job_ids:
+            self._s.outbox.pop(job_id, None)
+            self._s.retry_at.pop(job_id, None)
+
+    async def defer(self, job_ids: Sequence[int], error: str, retry_at: datetime) -> None:
+        for job_id in job_ids:
+            if job_id in self._s.outbox:
+                job = self._s.outbox[job_id]
+                self._s.outbox[job_id] = replace(job, attempts=job.attempts + 1, last_error=error[:500])
+                self._s.retry_at[job_id] = format_timestamp(retry_at)
+
+    async def bury(self, job_ids: Sequence[int], error: str) -> None:
+        now = utc_now()
+        for job_id in job_ids:
+            if job_id in self._s.outbox:
+                job = self._s.outbox[job_id]
+                self._s.outbox[job_id] = replace(job, attempts=job.attempts + 1, last_error=error[:500], dead_at=now)
+
+    async def dead(self, limit: int) -> list[OutboxJob]:
+        return [job for _id, job in sorted(self._s.outbox.items()) if job.dead_at is not None][:limit]
+
+    async def retry_dead(self, job_ids: Sequence[int] | None = None) -> int:
+        wanted = set(self._s.outbox) if job_ids is None else set(job_ids)
+        revived = 0
+        for job_id in sorted(wanted & set(self._s.outbox)):
+            job = self._s.outbox[job_id]
+            if job.dead_at is not None:
+                self._s.outbox[job_id] = replace(job, attempts=0, dead_at=None)
+                self._s.retry_at[job_id] = utc_now()
+                revived += 1
+        return revived
+
+    async def backlog(self) -> Backlog:
+        everything = sorted(self._s.outbox.values(), key=lambda j: j.id)
+        jobs = [j for j in everything if j.dead_at is None]
+        errors = [j.last_error for j in everything if j.last_error]
+        return Backlog(len(jobs), min((j.created_at for j in jobs), default=None),
+                       errors[-1] if errors else None, sum(1 for j in jobs if j.attempts > 0),
+                       len(everything) - len(jobs))
+
+
+class OutboxTx:
+    def __init__(self, state: MemoryState) -> None:
+        self._s = state
+
+    def enqueue(self, collection: Source, op: JobOp, ref_ids: Sequence[int]) -> None:
+        now = utc_now()
+        for ref_id in ref_ids:
+            job_id = self._s.next_id("outbox")
+            self._s.outbox[job_id] = OutboxJob(job_id, collection, op, ref_id, 0, now)
+            self._s.retry_at[job_id] = now
+
+    def enqueue_every(self, collection: Source) -> int:
+        ids = sorted(getattr(self._s, KINDS[collection].name))  # each kind's table carries its name
+        self.enqueue(collection, "upsert", ids)
+        return len(ids)

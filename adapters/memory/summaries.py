@@ -1,0 +1,41 @@
+"""Summaries in memory."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from adapters.memory.state import MemoryState, stored
+from domain.errors import NotFound
+from domain.models import NewSummary, Summary, utc_now
+
+
+class MemorySummaries:
+    def __init__(self, state: MemoryState) -> None:
+        self._s = state
+
+    async def get(self, summary_id: int) -> Summary | None:
+        return self._s.summaries.get(summary_id)
+
+    async def get_many(self, summary_ids: Sequence[int]) -> list[Summary]:
+        return [self._s.summaries[i] for i in dict.fromkeys(summary_ids) if i in self._s.summaries]
+
+    async def list(self, session_id: int) -> list[Summary]:
+        return sorted((s for s in self._s.summaries.values() if s.session_id == session_id),
+                      key=lambda s: (s.created_at, s.id))
+
+
+class SummaryTx:
+    def __init__(self, state: MemoryState) -> None:
+        self._s = state
+
+    def insert(self, summary: NewSummary) -> Summary:
+        s = summary
+        if s.session_id not in self._s.sessions:
+            raise NotFound(f"session {s.session_id} does not exist", field="sessionId")
+        out = Summary(self._s.next_id("summaries"), s.session_id, s.content, s.first_episode_id,
+                      s.last_episode_id, s.episode_count, s.token_count, stored(s.metadata), utc_now())
+        self._s.summaries[out.id] = out
+        return out
+
+    def delete(self, summary_id: int) -> bool:
+        return self._s.summaries.pop(summary_id, None) is not None

@@ -1,0 +1,104 @@
+"""Entities and relationships on SQLite."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from adapters.sqlite import rows
+from adapters.sqlite.reads import Reads, Writes
+from domain.errors import NotFound
+from domain.models import Entity, NewEntity, NewRelationship, Page, Relationship, Upserted, utc_now
+from ports.entities import Direction
+
+_EDGES = {"out": "from_id = ?", "in": "to_id = ?", "both": "(from_id = ? OR to_id = ?)"}
+
+
+class SqliteEntities(Reads):
+    async def get(self, entity_id: int) -> Entity | None:
+        return await self._one("SELECT * FROM entities WHERE id = ?", (entity_id,), rows.entity_of)
+
+    async def get_many(self, entity_ids: Sequence[int]) -> list[Entity]:
+        return await self._many_by_id("entities", entity_ids, rows.entity_of)
+
+    async def by_type(self, entity_type: str, limit: int, offset: int) -> Page[Entity]:
+        return await self._page("entities", "type = ?", (entity_type,), "name, id", limit, offset, rows.entity_of)
+
+    async def find_by_name(self, name: str, limit: int) -> list[Entity]:
+        # instr, not LIKE: % and _ in a name are literal, and casefold() folds beyond ASCII.
+        needle = name.casefold()
+        return await self._all(
+            "SELECT * FROM entities WHERE instr(casefold(name), ?) > 0"
+            " ORDER BY casefold(name) = ? DESC, name, id LIMIT ?",
+            (needle, needle, limit), rows.entity_of,
+        )
+
+    async def mentioned_in(self, texts: Sequence[str], limit: int) -> list[Entity]:
+        haystack = "\n".join(texts).casefold()
+        if not haystack.strip():
+            return []
+        found = await self._all(
+            "SELECT * FROM entities WHERE length(name) > 0 AND instr(?, casefold(name)) > 0 ORDER BY id",
+            (haystack,), rows.entity_of,
+        )
+        words = [e for e in found if re.search(rf"(?<!\w){re.escape(e.name.casefold())}(?!\w)", haystack)]
+        return words[:limit]
+
+    async def relationships_of(self, entity_id: int, direction: Direction) -> list[Relationship]:
+        params = (entity_id, entity_id) if direction == "both" else (entity_id,)
+        return await self._all(
+            f"SELECT * FROM relationships WHERE {_EDGES[direction]} ORDER BY created_at, id", params,
+            rows.relationship_of,
+        )
+
+
+class EntityTx(Writes):
+    __slots__ = ()
+
+    def upsert(self, entity: NewEntity) -> Upserted[Entity]:
+        conn, now = self._conn, utc_now()
+        row = conn.execute("SELECT id FROM entities WHERE name = ? AND type = ?", (entity.name, entity.type)).fetchone()
+        if row is None:
+            cur = conn.execute(
+                "INSERT INTO entities(name, type, notes, metadata, created_at, updated_at) VALUES (?,?,?,?,?,?)",
+                (entity.name, entity.type, entity.notes, rows.dump_metadata(entity.metadata), now, now),
+            )
+            entity_id, created = cur.lastrowid, True
+        else:
+            entity_id, created = row["id"], False
+            conn.execute(
+                "UPDATE entities SET notes = ?, metadata = ?, updated_at = ? WHERE id = ?",
+                (entity.notes, rows.dump_metadata(entity.metadata), now, entity_id),
+            )
+        stored = conn.execute("SELECT * FROM entities WHERE id = ?", (entity_id,)).fetchone()
+        return Upserted(rows.entity_of(stored), created)
+
+    def delete(self, entity_id: int) -> bool:
+        return self._delete("entities", entity_id)  # relationships go by ON DELETE CASCADE
+
+    def relate(self, relationship: NewRelationship) -> Upserted[Relationship]:
+        r, conn = relationship, self._conn
+        for field, entity_id in (("fromId", r.from_id), ("toId", r.to_id)):
+            if conn.execute("SELECT 1 FROM entities WHERE id = ?", (entity_id,)).fetchone() is None:
+                raise NotFound(f"entity {entity_id} does not exist", field=field)
+        meta = rows.dump_metadata(r.metadata)
+        cur = conn.execute(
+            "INSERT INTO relationships(from_id, to_id, label, metadata, created_at) VALUES (?,?,?,?,?)"
+            " ON CONFLICT(from_id, to_id, label) DO NOTHING",
+            (r.from_id, r.to_id, r.label, meta, utc_now()),
+        )
+        created = cur.rowcount == 1
+        if not created:
+            conn.execute(
+                "UPDATE relationships SET metadata = ? WHERE from_id = ? AND to_id = ? AND label = ?",
+                (meta, r.from_id, r.to_id, r.label),
+            )
+        row = conn.execute(
+            "SELECT * FROM relationships WHERE from_id = ? AND to_id = ? AND label = ?", (r.from_id, r.to_id, r.label),
+        ).fetchone()
+        return Upserted(rows.relationship_of(row), created)
+
+    def unrelate(self, from_id: int, to_id: int, label: str) -> bool:
+        return self._conn.execute(
+            "DELETE FROM relationships WHERE from_id = ? AND to_id = ? AND label = ?", (from_id, to_id, label)
+        ).rowcount > 0

@@ -1,0 +1,106 @@
+"""Episodes on SQLite (their keyword index follows by trigger, see schema.py)."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+
+from adapters.sqlite import rows
+from adapters.sqlite.reads import Reads, Writes, in_list
+from domain.errors import NotFound
+from domain.models import Episode, EpisodeChanges, Neighbours, NewEpisode, Page, utc_now
+
+# One statement: two seeks per episode on (session_id, created_at, id), done inside SQLite;
+# row values compare the (created_at, id) pair the way list() orders it.
+_NEIGHBOURS = """
+    WITH t AS (SELECT id, session_id, created_at FROM episodes WHERE id IN ({ids}))
+    SELECT t.id, 0, e.id, e.created_at FROM t JOIN episodes e ON e.id IN (
+        SELECT b.id FROM episodes b WHERE b.session_id = t.session_id
+        AND (b.created_at, b.id) < (t.created_at, t.id) ORDER BY b.created_at DESC, b.id DESC LIMIT ?)
+    UNION ALL
+    SELECT t.id, 1, e.id, e.created_at FROM t JOIN episodes e ON e.id IN (
+        SELECT a.id FROM episodes a WHERE a.session_id = t.session_id
+        AND (a.created_at, a.id) > (t.created_at, t.id) ORDER BY a.created_at, a.id LIMIT ?)
+    UNION ALL
+    SELECT t.id, -1, NULL, NULL FROM t"""
+
+
+class SqliteEpisodes(Reads):
+    async def get(self, episode_id: int) -> Episode | None:
+        return await self._one("SELECT * FROM episodes WHERE id = ?", (episode_id,), rows.episode_of)
+
+    async def get_many(self, episode_ids: Sequence[int]) -> list[Episode]:
+        return await self._many_by_id("episodes", episode_ids, rows.episode_of)
+
+    async def list(self, session_id: int, limit: int, offset: int) -> Page[Episode]:
+        return await self._page(
+            "episodes", "session_id = ?", (session_id,), "created_at, id", limit, offset, rows.episode_of
+        )
+
+    async def recent(self, session_id: int, limit: int) -> list[Episode]:
+        return await self._all(
+            "SELECT * FROM episodes WHERE session_id = ? ORDER BY created_at DESC, id DESC LIMIT ?",
+            (session_id, limit), rows.episode_of,
+        )
+
+    async def neighbours(self, episode_ids: Sequence[int], window: int) -> dict[int, Neighbours]:
+        wanted = list(dict.fromkeys(episode_ids))
+        if not wanted or window <= 0:
+            return {}
+        sql = _NEIGHBOURS.format(ids=in_list(wanted))
+
+        def op(conn: sqlite3.Connection) -> dict[int, Neighbours]:
+            sides: dict[int, tuple[list, list]] = {}
+            for target, side, other, created_at in conn.execute(sql, [*wanted, window, window]):
+                pair = sides.setdefault(target, ([], []))
+                if side >= 0:
+                    pair[side].append((created_at, other))
+            return {
+                target: Neighbours(before=[i for _, i in sorted(before, reverse=True)], after=[i for _, i in sorted(after)])
+                for target, (before, after) in sides.items()
+            }
+
+        return await self._db.read(op)
+
+
+class EpisodeTx(Writes):
+    __slots__ = ()
+
+    def insert(self, episodes: Sequence[NewEpisode]) -> list[Episode]:
+        conn = self._conn
+        times = [rows.canonical_timestamp(new.created_at) for new in episodes]  # Invalid before any row
+        known: set[int] = set()
+        stored: list[Episode] = []
+        for new, given in zip(episodes, times):
+            if new.session_id not in known:
+                if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (new.session_id,)).fetchone() is None:
+                    raise NotFound(f"session {new.session_id} does not exist", field="sessionId")
+                known.add(new.session_id)
+            created = given or utc_now()
+            text, meta = rows.stored_metadata(new.metadata)
+            cur = conn.execute(
+                "INSERT INTO episodes(session_id, user_message, ai_response, token_count, metadata,"
+                " created_at) VALUES (?,?,?,?,?,?)",
+                (new.session_id, new.user_message, new.ai_response, new.token_count, text, created),
+            )
+            stored.append(Episode(cur.lastrowid, new.session_id, new.user_message, new.ai_response,
+                                  new.token_count, meta, created))
+        return stored
+
+    def update(self, episode_id: int, changes: EpisodeChanges) -> tuple[Episode, Episode] | None:
+        row = self._conn.execute("SELECT * FROM episodes WHERE id = ?", (episode_id,)).fetchone()
+        if row is None:
+            return None
+        old = rows.episode_of(row)
+        user = old.user_message if changes.user_message is None else changes.user_message
+        ai = old.ai_response if changes.ai_response is None else changes.ai_response
+        tokens = old.token_count if changes.token_count is None else changes.token_count
+        text, meta = rows.stored_metadata(old.metadata if changes.metadata is None else changes.metadata)
+        self._conn.execute(
+            "UPDATE episodes SET user_message = ?, ai_response = ?, token_count = ?, metadata = ? WHERE id = ?",
+            (user, ai, tokens, text, episode_id),
+        )
+        return old, Episode(episode_id, old.session_id, user, ai, tokens, meta, old.created_at)
+
+    def delete(self, episode_id: int) -> bool:
+        return self._delete("episodes", episode_id)

@@ -1,0 +1,99 @@
+"""The embedding outbox on SQLite (table ``embedding_outbox``)."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from datetime import datetime
+
+from adapters.sqlite import rows
+from adapters.sqlite.reads import Reads, Writes, in_list
+from domain.models import format_timestamp, utc_now
+from domain.outbox import Backlog, JobOp, OutboxJob
+from domain.record_kinds import KINDS, Source
+
+
+_INSERT = ("INSERT INTO embedding_outbox(collection, op, ref_id, next_attempt_at, created_at)"
+           " VALUES (?, ?, ?, ?, ?)")
+
+
+class SqliteOutbox(Reads):
+    async def due(self, limit: int, now: datetime) -> list[OutboxJob]:
+        return await self._all(
+            "SELECT * FROM embedding_outbox WHERE next_attempt_at <= ? AND dead_at IS NULL ORDER BY id LIMIT ?",
+            (format_timestamp(now), limit), rows.job_of,
+        )
+
+    async def complete(self, job_ids: Sequence[int]) -> None:
+        if not job_ids:
+            return
+        ids = list(job_ids)
+        await self._db.write(lambda conn: conn.execute(f"DELETE FROM embedding_outbox WHERE id IN ({in_list(ids)})", ids))
+
+    async def defer(self, job_ids: Sequence[int], error: str, retry_at: datetime) -> None:
+        if not job_ids:
+            return
+        ids = list(job_ids)
+        await self._db.write(lambda conn: conn.execute(
+            "UPDATE embedding_outbox SET attempts = attempts + 1, last_error = ?, next_attempt_at = ?"
+            f" WHERE id IN ({in_list(ids)})", [error[:500], format_timestamp(retry_at), *ids],
+        ))
+
+    async def bury(self, job_ids: Sequence[int], error: str) -> None:
+        if not job_ids:
+            return
+        ids = list(job_ids)
+        await self._db.write(lambda conn: conn.execute(
+            "UPDATE embedding_outbox SET attempts = attempts + 1, last_error = ?, dead_at = ?"
+            f" WHERE id IN ({in_list(ids)})", [error[:500], utc_now(), *ids],
+        ))
+
+    async def dead(self, limit: int) -> list[OutboxJob]:
+        return await self._all(
+            "SELECT * FROM embedding_outbox WHERE dead_at IS NOT NULL ORDER BY id LIMIT ?", (limit,), rows.job_of,
+        )
+
+    async def retry_dead(self, job_ids: Sequence[int] | None = None) -> int:
+        ids = list(job_ids or [])
+        if job_ids is not None and not ids:
+            return 0
+        where = f" AND id IN ({in_list(ids)})" if job_ids is not None else ""
+        return await self._db.write(lambda conn: conn.execute(
+            "UPDATE embedding_outbox SET attempts = 0, dead_at = NULL, next_attempt_at = ?"
+            f" WHERE dead_at IS NOT NULL{where}", [utc_now(), *ids],
+        ).rowcount)
+
+    async def backlog(self) -> Backlog:
+        def op(conn: sqlite3.Connection) -> Backlog:
+            pending, oldest, failing, dead = conn.execute(
+                "SELECT count(*) FILTER (WHERE dead_at IS NULL), min(created_at) FILTER (WHERE dead_at IS NULL),"
+                " count(*) FILTER (WHERE dead_at IS NULL AND attempts > 0), count(*) FILTER (WHERE dead_at IS NOT NULL)"
+                " FROM embedding_outbox"
+            ).fetchone()
+            last = conn.execute(
+                "SELECT last_error FROM embedding_outbox WHERE last_error IS NOT NULL ORDER BY id DESC LIMIT 1"
+            ).fetchone()
+            return Backlog(pending, oldest, last[0] if last else None, failing or 0, dead or 0)
+
+        return await self._db.read(op)
+
+
+class OutboxTx(Writes):
+    __slots__ = ()
+
+    def enqueue(self, collection: Source, op: JobOp, ref_ids: Sequence[int]) -> None:
+        now = utc_now()
+        rows_ = [(collection, op, ref_id, now, now) for ref_id in ref_ids]
+        if len(rows_) == 1:  # the common case (one record per request): execute costs less than executemany
+            self._conn.execute(_INSERT, rows_[0])
+        elif rows_:
+            self._conn.executemany(_INSERT, rows_)
+
+    def enqueue_every(self, collection: Source) -> int:
+        now = utc_now()
+        table = KINDS[collection].name  # each kind's rows live in the table of its name
+        return self._conn.execute(
+            "INSERT INTO embedding_outbox(collection, op, ref_id, next_attempt_at, created_at)"
+            f" SELECT ?, 'upsert', id, ?, ? FROM {table} ORDER BY id",
+            (collection, now, now),
+        ).rowcount

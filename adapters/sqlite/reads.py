@@ -1,0 +1,61 @@
+"""Read helpers shared by the SQLite rooms: one row, many rows, rows by id, a counted page."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+
+from adapters.sqlite.database import SqliteDatabase
+from domain.models import Page
+
+
+def in_list(ids: Sequence[int]) -> str:
+    return ",".join("?" * len(ids))
+
+
+class Reads:
+    """Base of a room: holds the database and answers its reads without blocking the loop."""
+
+    def __init__(self, db: SqliteDatabase) -> None:
+        self._db = db
+
+    async def _one(self, sql, params, mapper):
+        """One row by primary key or unique index: a point read, answered without a thread hop."""
+        def op(conn: sqlite3.Connection):
+            row = conn.execute(sql, params).fetchone()
+            return mapper(row) if row else None
+
+        return await self._db.read_point(op)
+
+    async def _all(self, sql, params, mapper) -> list:
+        return await self._db.read(lambda conn: [mapper(r) for r in conn.execute(sql, params).fetchall()])
+
+    async def _many_by_id(self, table: str, ids: Sequence[int], mapper) -> list:
+        if not ids:
+            return []
+        wanted = list(dict.fromkeys(ids))
+        found = await self._all(f"SELECT * FROM {table} WHERE id IN ({in_list(wanted)})", wanted, mapper)
+        by_id = {item.id: item for item in found}
+        return [by_id[i] for i in wanted if i in by_id]
+
+    async def _page(self, table, where, params, order, limit, offset, mapper) -> Page:
+        def op(conn: sqlite3.Connection) -> Page:
+            total = conn.execute(f"SELECT count(*) FROM {table} WHERE {where}", params).fetchone()[0]
+            found = conn.execute(
+                f"SELECT * FROM {table} WHERE {where} ORDER BY {order} LIMIT ? OFFSET ?", (*params, limit, offset)
+            ).fetchall()
+            return Page([mapper(r) for r in found], total, limit, offset)
+
+        return await self._db.read(op)
+
+
+class Writes:
+    """Base of a room's writes: bound to the writer's connection for one unit of work."""
+
+    __slots__ = ("_conn",)
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self._conn = conn
+
+    def _delete(self, table: str, item_id: int) -> bool:
+        return self._conn.execute(f"DELETE FROM {table} WHERE id = ?", (item_id,)).rowcount > 0

@@ -1,0 +1,48 @@
+"""Sessions on SQLite."""
+
+from __future__ import annotations
+
+import sqlite3
+
+from adapters.sqlite import rows
+from adapters.sqlite.reads import Reads, Writes
+from domain.errors import Conflict
+from domain.models import Metadata, Page, Session, utc_now
+
+
+class SqliteSessions(Reads):
+    async def get(self, session_id: int) -> Session | None:
+        return await self._one("SELECT * FROM sessions WHERE id = ?", (session_id,), rows.session_of)
+
+    async def by_external_id(self, external_id: str) -> Session | None:
+        return await self._one("SELECT * FROM sessions WHERE external_id = ?", (external_id,), rows.session_of)
+
+    async def list(self, limit: int, offset: int) -> Page[Session]:
+        return await self._page("sessions", "1", (), "id", limit, offset, rows.session_of)
+
+
+class SessionTx(Writes):
+    __slots__ = ()
+
+    def create(self, external_id: str, metadata: Metadata) -> Session:
+        now = utc_now()
+        text, meta = rows.stored_metadata(metadata)
+        try:
+            cur = self._conn.execute(
+                "INSERT INTO sessions(external_id, metadata, created_at, updated_at) VALUES (?,?,?,?)",
+                (external_id, text, now, now),
+            )
+        except sqlite3.IntegrityError:
+            raise Conflict(f"a session with externalId {external_id!r} exists", field="externalId")
+        return Session(cur.lastrowid, external_id, meta, now, now)
+
+    def update(self, session_id: int, metadata: Metadata) -> Session | None:
+        self._conn.execute(
+            "UPDATE sessions SET metadata = ?, updated_at = ? WHERE id = ?",
+            (rows.dump_metadata(metadata), utc_now(), session_id),
+        )
+        row = self._conn.execute("SELECT * FROM sessions WHERE id = ?", (session_id,)).fetchone()
+        return rows.session_of(row) if row else None
+
+    def delete(self, session_id: int) -> bool:
+        return self._delete("sessions", session_id)  # episodes and summaries go by ON DELETE CASCADE

@@ -1,0 +1,45 @@
+"""Summaries on SQLite."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from adapters.sqlite import rows
+from adapters.sqlite.reads import Reads, Writes
+from domain.errors import NotFound
+from domain.models import NewSummary, Summary, utc_now
+
+
+class SqliteSummaries(Reads):
+    async def get(self, summary_id: int) -> Summary | None:
+        return await self._one("SELECT * FROM summaries WHERE id = ?", (summary_id,), rows.summary_of)
+
+    async def get_many(self, summary_ids: Sequence[int]) -> list[Summary]:
+        return await self._many_by_id("summaries", summary_ids, rows.summary_of)
+
+    async def list(self, session_id: int) -> list[Summary]:
+        return await self._all(
+            "SELECT * FROM summaries WHERE session_id = ? ORDER BY created_at, id", (session_id,), rows.summary_of
+        )
+
+
+class SummaryTx(Writes):
+    __slots__ = ()
+
+    def insert(self, summary: NewSummary) -> Summary:
+        s, conn = summary, self._conn
+        if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (s.session_id,)).fetchone() is None:
+            raise NotFound(f"session {s.session_id} does not exist", field="sessionId")
+        now = utc_now()
+        text, meta = rows.stored_metadata(s.metadata)
+        cur = conn.execute(
+            "INSERT INTO summaries(session_id, content, first_episode_id, last_episode_id, episode_count,"
+            " token_count, metadata, created_at) VALUES (?,?,?,?,?,?,?,?)",
+            (s.session_id, s.content, s.first_episode_id, s.last_episode_id, s.episode_count,
+             s.token_count, text, now),
+        )
+        return Summary(cur.lastrowid, s.session_id, s.content, s.first_episode_id, s.last_episode_id,
+                       s.episode_count, s.token_count, meta, now)
+
+    def delete(self, summary_id: int) -> bool:
+        return self._delete("summaries", summary_id)

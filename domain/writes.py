@@ -1,0 +1,101 @@
+"""The domain's writes, each one unit of work: what changes, and which vector jobs that needs.
+
+The rule "a change to embedded text enqueues its vector job in the same transaction" lives here
+and nowhere else; adapters only insert, update and delete rows (``ports.unit_of_work``). Every
+function is synchronous and runs inside ``UnitOfWork.run``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from domain.models import (
+    Entity, Episode, EpisodeChanges, Metadata, NewEntity, NewEpisode, NewRelationship, NewSummary,
+    Relationship, Session, Summary, Upserted,
+)
+from domain.record_kinds import ENTITIES, EPISODES, IN_SESSIONS, KINDS, SUMMARIES, RecordKind, Source
+from ports.unit_of_work import Transaction
+
+
+def create_session(tx: Transaction, external_id: str, metadata: Metadata) -> Session:
+    return tx.sessions.create(external_id, metadata)
+
+
+def update_session(tx: Transaction, session_id: int, metadata: Metadata) -> Session | None:
+    return tx.sessions.update(session_id, metadata)
+
+
+def delete_session(tx: Transaction, session_id: int) -> bool:
+    if not tx.sessions.delete(session_id):
+        return False
+    for kind in IN_SESSIONS:  # its records went with it: so do their points
+        tx.outbox.enqueue(kind.name, "delete_session", [session_id])
+    return True
+
+
+def add_episodes(tx: Transaction, new: Sequence[NewEpisode]) -> list[Episode]:
+    episodes = tx.episodes.insert(new)
+    tx.outbox.enqueue(EPISODES.name, "upsert", [e.id for e in episodes])
+    return episodes
+
+
+def update_episode(tx: Transaction, episode_id: int, changes: EpisodeChanges) -> Episode | None:
+    changed = tx.episodes.update(episode_id, changes)
+    if changed is None:
+        return None
+    before, after = changed
+    if EPISODES.text(before) != EPISODES.text(after):
+        tx.outbox.enqueue(EPISODES.name, "upsert", [episode_id])
+    return after
+
+
+def delete_episode(tx: Transaction, episode_id: int) -> bool:
+    return _deleted(tx, EPISODES, tx.episodes.delete(episode_id), episode_id)
+
+
+def upsert_entity(tx: Transaction, new: NewEntity) -> Upserted[Entity]:
+    upserted = tx.entities.upsert(new)
+    tx.outbox.enqueue(ENTITIES.name, "upsert", [upserted.item.id])
+    return upserted
+
+
+def delete_entity(tx: Transaction, entity_id: int) -> bool:
+    return _deleted(tx, ENTITIES, tx.entities.delete(entity_id), entity_id)
+
+
+def relate(tx: Transaction, new: NewRelationship) -> Upserted[Relationship]:
+    return tx.entities.relate(new)
+
+
+def unrelate(tx: Transaction, from_id: int, to_id: int, label: str) -> bool:
+    return tx.entities.unrelate(from_id, to_id, label)
+
+
+def add_summary(tx: Transaction, new: NewSummary) -> Summary:
+    summary = tx.summaries.insert(new)
+    tx.outbox.enqueue(SUMMARIES.name, "upsert", [summary.id])
+    return summary
+
+
+def delete_summary(tx: Transaction, summary_id: int) -> bool:
+    return _deleted(tx, SUMMARIES, tx.summaries.delete(summary_id), summary_id)
+
+
+def reindex(tx: Transaction, collection: Source) -> int:
+    """Queue an upsert job for every record of ``collection``; returns how many."""
+    return tx.outbox.enqueue_every(collection)
+
+
+def _deleted(tx: Transaction, kind: RecordKind, deleted: bool, record_id: int) -> bool:
+    if deleted:
+        tx.outbox.enqueue(kind.name, "delete", [record_id])
+    return deleted
+
+
+def records_imported(tx: Transaction, table: str, ids: Sequence[int]) -> int:
+    """Rows an import wrote straight into ``table``: a record kind's rows need their vector jobs.
+    Returns how many jobs were queued."""
+    if table not in KINDS:
+        return 0
+    tx.outbox.enqueue(KINDS[table].name, "upsert", ids)
+    return len(ids)

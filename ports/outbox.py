@@ -1,0 +1,59 @@
+"""The embedding outbox: durable jobs that keep the vector index in step with the records.
+
+Jobs are enqueued only inside a unit of work, in the same transaction as the change that needs
+them (``OutboxWrites``), so a crash never leaves a record saved but never embedded, nor a point
+whose record is gone. The worker drains them through ``EmbeddingOutbox``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Protocol
+
+from domain.outbox import Backlog, JobOp, OutboxJob
+from domain.record_kinds import Source
+
+
+class EmbeddingOutbox(Protocol):
+    async def due(self, limit: int, now: datetime) -> list[OutboxJob]:
+        """Live jobs whose retry time has come, oldest first; a job stays until completed."""
+        ...
+
+    async def complete(self, job_ids: Sequence[int]) -> None:
+        """Remove finished jobs; unknown ids are a no-op."""
+        ...
+
+    async def defer(self, job_ids: Sequence[int], error: str, retry_at: datetime) -> None:
+        """Record a failed attempt: bump attempts, keep the error (≤ 500 chars), hide the jobs until ``retry_at``."""
+        ...
+
+    async def bury(self, job_ids: Sequence[int], error: str) -> None:
+        """Give up on jobs (dead letters): bump attempts, keep the error, set ``dead_at``; a dead
+        job is never due and is not counted as pending, but stays until retried."""
+        ...
+
+    async def dead(self, limit: int) -> list[OutboxJob]:
+        """Dead-lettered jobs, oldest first, at most ``limit``."""
+        ...
+
+    async def retry_dead(self, job_ids: Sequence[int] | None = None) -> int:
+        """Make dead jobs (those named, or all when ``None``) due now with no attempts; returns
+        how many were revived. Unknown or live ids are ignored."""
+        ...
+
+    async def backlog(self) -> Backlog:
+        """Live jobs (pending, failing, oldest, last error) and the number of dead ones."""
+        ...
+
+
+class OutboxWrites(Protocol):
+    """Synchronous, valid only inside ``UnitOfWork.run``: the jobs commit with the change."""
+
+    def enqueue(self, collection: Source, op: JobOp, ref_ids: Sequence[int]) -> None:
+        """One job per id, due now, in the order given."""
+        ...
+
+    def enqueue_every(self, collection: Source) -> int:
+        """An ``upsert`` job for every record of ``collection`` (by id); returns how many."""
+        ...

@@ -1,0 +1,148 @@
+"""The ``EmbeddingOutbox`` port over every adapter, with the jobs the domain's writes enqueue
+(``domain.writes`` through the unit of work): the rule and its storage, asserted together.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from domain import writes
+from domain.models import EpisodeChanges, NewEntity, NewEpisode, NewSummary
+from ports.store import Store
+from tests.contract.store_helpers import LATER, due_jobs_of_new_episodes, FAR_FUTURE, a_session, jobs
+
+
+async def test_writes_of_embedded_text_enqueue_upserts(store: Store) -> None:
+    session = await a_session(store)
+    e1, e2 = await store.uow.run(lambda tx: writes.add_episodes(tx, [NewEpisode(session.id, "u", "a"), NewEpisode(session.id, "u", "a")]))
+    entity = (await store.uow.run(lambda tx: writes.upsert_entity(tx, NewEntity("Ada", "person")))).item
+    summary = await store.uow.run(lambda tx: writes.add_summary(tx, NewSummary(session.id, "s")))
+    assert await jobs(store) == [
+        ("episodes", "upsert", e1.id), ("episodes", "upsert", e2.id),
+        ("entities", "upsert", entity.id), ("summaries", "upsert", summary.id),
+    ]
+    assert all(j.attempts == 0 and j.last_error is None for j in await store.outbox.due(10, FAR_FUTURE))
+
+
+async def test_creating_a_session_enqueues_nothing(store: Store) -> None:
+    await a_session(store)
+    assert await jobs(store) == []
+
+
+async def test_an_episode_text_change_is_re_embedded_but_a_metadata_change_is_not(store: Store) -> None:
+    session = await a_session(store)
+    [episode] = await store.uow.run(lambda tx: writes.add_episodes(tx, [NewEpisode(session.id, "u", "a")]))
+    await store.uow.run(lambda tx: writes.update_episode(tx, episode.id, EpisodeChanges(metadata={"x": 1}, token_count=4)))
+    await store.uow.run(lambda tx: writes.update_episode(tx, episode.id, EpisodeChanges(user_message="u")))  # the same text again
+    assert len(await jobs(store)) == 1
+    await store.uow.run(lambda tx: writes.update_episode(tx, episode.id, EpisodeChanges(ai_response="another answer")))
+    assert await jobs(store) == [("episodes", "upsert", episode.id)] * 2
+
+
+async def test_deletes_enqueue_point_removals(store: Store) -> None:
+    session = await a_session(store)
+    [episode] = await store.uow.run(lambda tx: writes.add_episodes(tx, [NewEpisode(session.id, "u", "a")]))
+    entity = (await store.uow.run(lambda tx: writes.upsert_entity(tx, NewEntity("Ada", "person")))).item
+    summary = await store.uow.run(lambda tx: writes.add_summary(tx, NewSummary(session.id, "s")))
+    await store.outbox.complete([j.id for j in await store.outbox.due(100, FAR_FUTURE)])
+    await store.uow.run(lambda tx: writes.delete_episode(tx, episode.id))
+    await store.uow.run(lambda tx: writes.delete_entity(tx, entity.id))
+    await store.uow.run(lambda tx: writes.delete_summary(tx, summary.id))
+    await store.uow.run(lambda tx: writes.delete_episode(tx, episode.id))  # unknown now: nothing more to remove
+    assert await jobs(store) == [
+        ("episodes", "delete", episode.id), ("entities", "delete", entity.id), ("summaries", "delete", summary.id),
+    ]
+
+
+async def test_deleting_a_session_enqueues_a_session_delete_for_episodes_and_summaries(store: Store) -> None:
+    session = await a_session(store)
+    await store.uow.run(lambda tx: writes.add_episodes(tx, [NewEpisode(session.id, "u", "a")]))
+    await store.outbox.complete([j.id for j in await store.outbox.due(100, FAR_FUTURE)])
+    await store.uow.run(lambda tx: writes.delete_session(tx, session.id))
+    await store.uow.run(lambda tx: writes.delete_session(tx, session.id))
+    assert sorted(await jobs(store)) == [
+        ("episodes", "delete_session", session.id), ("summaries", "delete_session", session.id),
+    ]
+
+
+async def test_due_jobs_are_oldest_first_and_limited(store: Store) -> None:
+    session = await a_session(store)
+    added = await store.uow.run(lambda tx: writes.add_episodes(tx, [NewEpisode(session.id, f"u{i}", "a") for i in range(5)]))
+    due = await store.outbox.due(3, datetime.now(UTC))
+    assert [j.ref_id for j in due] == [e.id for e in added[:3]]
+    assert [j.id for j in due] == sorted(j.id for j in due)
+    assert await store.outbox.due(3, datetime.now(UTC)) == due  # a job stays until completed
+
+
+async def test_a_deferred_job_is_hidden_until_its_retry_time(store: Store) -> None:
+    session = await a_session(store)
+    first, second = await store.uow.run(lambda tx: writes.add_episodes(tx, [NewEpisode(session.id, "u", "a"), NewEpisode(session.id, "u", "a")]))
+    now = datetime.now(UTC)
+    [job, other] = await store.outbox.due(10, now)
+    await store.outbox.defer([job.id], "embedder down", now + timedelta(hours=1))
+    assert [j.id for j in await store.outbox.due(10, now)] == [other.id]
+    back = await store.outbox.due(10, now + timedelta(hours=2))
+    assert [j.id for j in back] == [job.id, other.id]
+    assert (back[0].attempts, back[0].last_error, back[0].ref_id) == (1, "embedder down", first.id)
+    await store.outbox.defer([job.id], "still down", now + timedelta(hours=3))
+    again = (await store.outbox.due(10, FAR_FUTURE))[0]
+    assert (again.attempts, again.last_error) == (2, "still down")
+
+
+async def test_completing_jobs_removes_them_and_unknown_ids_are_a_no_op(store: Store) -> None:
+    session = await a_session(store)
+    await store.uow.run(lambda tx: writes.add_episodes(tx, [NewEpisode(session.id, "u", "a"), NewEpisode(session.id, "u", "a")]))
+    [done, left] = await store.outbox.due(10, FAR_FUTURE)
+    await store.outbox.complete([done.id, 99_999])
+    await store.outbox.complete([])
+    await store.outbox.defer([99_999], "nothing", FAR_FUTURE)
+    assert [j.id for j in await store.outbox.due(10, FAR_FUTURE)] == [left.id]
+
+
+async def test_the_backlog_counts_pending_jobs_their_age_and_failures(store: Store) -> None:
+    empty = await store.outbox.backlog()
+    assert (empty.pending, empty.oldest_created_at, empty.last_error, empty.failing) == (0, None, None, 0)
+    session = await a_session(store)
+    await store.uow.run(lambda tx: writes.add_episodes(tx, [NewEpisode(session.id, f"u{i}", "a") for i in range(3)]))
+    jobs_now = await store.outbox.due(10, FAR_FUTURE)
+    await store.outbox.defer([jobs_now[0].id], "timeout", FAR_FUTURE)
+    await store.outbox.defer([jobs_now[1].id], "connection refused", FAR_FUTURE)
+    backlog = await store.outbox.backlog()
+    assert (backlog.pending, backlog.failing) == (3, 2)
+    assert backlog.oldest_created_at == min(j.created_at for j in jobs_now)
+    assert backlog.last_error in {"timeout", "connection refused"}
+
+
+async def test_reindex_queues_one_upsert_per_record(store: Store) -> None:
+    session = await a_session(store)
+    episodes = await store.uow.run(lambda tx: writes.add_episodes(tx, [NewEpisode(session.id, f"u{i}", "a") for i in range(3)]))
+    await store.uow.run(lambda tx: writes.upsert_entity(tx, NewEntity("Ada", "person")))
+    await store.outbox.complete([j.id for j in await store.outbox.due(100, FAR_FUTURE)])
+    assert await store.uow.run(lambda tx: writes.reindex(tx, "episodes")) == 3
+    assert await store.uow.run(lambda tx: writes.reindex(tx, "summaries")) == 0
+    assert await jobs(store) == [("episodes", "upsert", e.id) for e in episodes]
+    assert await store.uow.run(lambda tx: writes.reindex(tx, "entities")) == 1
+    assert (await store.outbox.backlog()).pending == 4
+
+
+async def test_a_buried_job_is_never_due_and_is_counted_apart_from_the_pending(store: Store) -> None:
+    first, second, third = await due_jobs_of_new_episodes(store, 3)
+    await store.outbox.bury([second.id], "HTTP 400: input too long")
+    assert [j.id for j in await store.outbox.due(100, LATER)] == [first.id, third.id]
+    backlog = await store.outbox.backlog()
+    assert (backlog.pending, backlog.dead, backlog.failing) == (2, 1, 0)
+    [dead] = await store.outbox.dead(10)
+    assert (dead.id, dead.attempts, dead.last_error) == (second.id, 1, "HTTP 400: input too long")
+    assert dead.dead_at is not None
+
+
+async def test_retrying_dead_jobs_makes_them_due_now_with_no_attempts(store: Store) -> None:
+    jobs = await due_jobs_of_new_episodes(store, 3)
+    await store.outbox.bury([j.id for j in jobs], "refused")
+    assert await store.outbox.retry_dead([jobs[0].id, 999_999]) == 1
+    assert [j.id for j in await store.outbox.due(100, LATER)] == [jobs[0].id]
+    assert (await store.outbox.due(100, LATER))[0].attempts == 0
+    assert await store.outbox.retry_dead([]) == 0
+    assert await store.outbox.retry_dead() == 2
+    assert await store.outbox.dead(10) == []
+    assert (await store.outbox.backlog()).dead == 0
