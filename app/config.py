@@ -1,5 +1,12 @@
 """Settings from the environment (and a ``.env`` file), validated once at start-up.
 
+Each setting is declared once, below, as a field of ``Settings``: its environment variable
+(``msgspec.field(name=...)``), its default, its bounds and choices (the type: ``Annotated[...,
+Meta(...)]`` or a ``Literal``) and what it does (the ``Meta`` description). ``load_settings``
+converts the environment into that struct with msgspec, so a value is checked where it is
+declared, once. The README's configuration table is checked against these declarations by
+``tests/unit/test_config_defaults.py``.
+
 Bad configuration raises ``ConfigError`` naming the variable; the CLI prints that one line and
 exits with status 2.
 """
@@ -7,9 +14,13 @@ exits with status 2.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import msgspec
+from msgspec import Meta, field
 
 from app.plugins import ranker_options
 from domain.ranking import RankerConfig
@@ -25,7 +36,9 @@ SERVED_MODEL = "nomic-embed-text"  # what the seed's embedding service, Ollama a
 VECTOR_INDEXES = ("edge", "server", "memory")
 STORES = ("sqlite", "memory")
 LOG_FORMATS = ("text", "json")
+LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
 SYNCHRONOUS = ("full", "normal")
+RANKER_OPTIONS = "RANKER_*"  # the env name of the one setting that is a family of variables
 
 
 class ConfigError(ValueError):
@@ -34,62 +47,109 @@ class ConfigError(ValueError):
         self.variable = variable
 
 
-@dataclass(frozen=True)
-class Settings:
-    sqlite_path: str
-    port: int = 3002
-    host: str = "127.0.0.1"
-    store: str = "sqlite"
-    vector_index: str = "edge"
-    qdrant_url: str | None = None
-    qdrant_path: str | None = None
-    qdrant_api_key: str | None = None
-    embedder: str = "local"
-    embedding_service_url: str = "http://localhost:3003"
-    ollama_url: str = "http://localhost:11434"
-    openai_url: str = "http://localhost:8000"
-    openai_api_key: str | None = None
-    embedding_model: str | None = None  # None: the embedder's own (see model_name)
-    embedding_dim: int | None = None  # None: the size the embedder's model makes
-    embedding_timeout: float = 30.0
-    memory_api_key: str | None = None
-    default_ranker: str = "conversation"
-    rrf_k: int = _RANKING.rrf_k
-    vector_weight: float = _RANKING.vector_weight
-    keyword_weight: float = _RANKING.keyword_weight
-    weighted_alpha: float = _RANKING.weighted_alpha
-    recency_half_life_days: float = _RANKING.recency_half_life_days
-    mmr_lambda: float = _RANKING.mmr_lambda
-    recency_weight: float = _RANKING.recency_weight
-    context_weight: float = _RANKING.context_weight
-    time_weight: float = _RANKING.time_weight
-    ranker_options: Mapping[str, str] = field(default_factory=dict)
-    log_level: str = "info"
-    log_format: str = "text"
-    max_body_bytes: int = 1_048_576
-    worker_batch: int = 256
-    worker_enabled: bool = True
+def _doc(text: str, **bounds: Any) -> Meta:
+    return Meta(description=text, **bounds)
+
+
+Url = Annotated[str, Meta(extra={"url": True})]  # a trailing "/" is dropped when read
+
+
+class Settings(msgspec.Struct, frozen=True, kw_only=True):
+    """Every setting of the service; ``field(name=...)`` is its environment variable."""
+
+    sqlite_path: Annotated[str, _doc("the SQLite file; :memory: for a throwaway store")] = field(name="SQLITE_PATH")
+    port: Annotated[int, _doc("listen port", ge=0, le=65535)] = field(default=3002, name="PORT")
+    host: Annotated[str, _doc("bind address")] = field(default="127.0.0.1", name="HOST")
+    store: Annotated[Literal[STORES], _doc("the record store")] = field(default="sqlite", name="STORE")
+    # Default "server" when QDRANT_URL is set (see _DERIVED_DEFAULTS).
+    vector_index: Annotated[Literal[VECTOR_INDEXES], _doc("the vector index")] = field(
+        default="edge", name="VECTOR_INDEX")
+    qdrant_url: Annotated[str, _doc("a Qdrant server or cluster")] | None = field(default=None, name="QDRANT_URL")
+    qdrant_path: Annotated[str, _doc("where the embedded shards live")] | None = field(
+        default=None, name="QDRANT_PATH")
+    qdrant_api_key: Annotated[str, _doc("for secured Qdrant servers")] | None = field(
+        default=None, name="QDRANT_API_KEY")
+    # Default "embedding-service" when EMBEDDING_SERVICE_URL is set (see _DERIVED_DEFAULTS).
+    embedder: Annotated[Literal[EMBEDDERS], _doc("the embedder")] = field(default="local", name="EMBEDDER")
+    embedding_service_url: Url = field(default="http://localhost:3003", name="EMBEDDING_SERVICE_URL")
+    ollama_url: Url = field(default="http://localhost:11434", name="OLLAMA_URL")
+    openai_url: Url = field(default="http://localhost:8000", name="OPENAI_BASE_URL")
+    openai_api_key: str | None = field(default=None, name="OPENAI_API_KEY")
+    # None: the embedder's own (see model_name)
+    embedding_model: Annotated[str, _doc("the model name")] | None = field(default=None, name="EMBEDDING_MODEL")
+    # None: the size the embedder's model makes
+    embedding_dim: Annotated[int, _doc("vector size", ge=1, le=65536)] | None = field(
+        default=None, name="EMBEDDING_DIM")
+    embedding_timeout: Annotated[float, _doc("seconds per embedding HTTP call", ge=0.01)] = field(
+        default=30.0, name="EMBEDDING_TIMEOUT")
+    memory_api_key: str | None = field(default=None, name="MEMORY_API_KEY")
+    default_ranker: Annotated[str, _doc("ranker used when a request names none")] = field(
+        default="conversation", name="DEFAULT_RANKER")
+    rrf_k: Annotated[int, _doc("rank fusion constant", ge=0, le=100_000)] = field(
+        default=_RANKING.rrf_k, name="RRF_K")
+    vector_weight: Annotated[float, _doc("vector leg weight", ge=0.0)] = field(
+        default=_RANKING.vector_weight, name="RRF_VECTOR_WEIGHT")
+    keyword_weight: Annotated[float, _doc("keyword leg weight", ge=0.0)] = field(
+        default=_RANKING.keyword_weight, name="RRF_KEYWORD_WEIGHT")
+    weighted_alpha: Annotated[float, _doc("share of the vector leg", ge=0.0, le=1.0)] = field(
+        default=_RANKING.weighted_alpha, name="WEIGHTED_ALPHA")
+    recency_half_life_days: Annotated[float, _doc("recency half-life in days", ge=0.001)] = field(
+        default=_RANKING.recency_half_life_days, name="RECENCY_HALF_LIFE_DAYS")
+    mmr_lambda: Annotated[float, _doc("relevance vs diversity", ge=0.0, le=1.0)] = field(
+        default=_RANKING.mmr_lambda, name="MMR_LAMBDA")
+    recency_weight: Annotated[float, _doc("recency bonus", ge=0.0)] = field(
+        default=_RANKING.recency_weight, name="RECENCY_WEIGHT")
+    context_weight: Annotated[float, _doc("share neighbours inherit", ge=0.0)] = field(
+        default=_RANKING.context_weight, name="CONTEXT_WEIGHT")
+    time_weight: Annotated[float, _doc("lift for turns that say when", ge=0.0)] = field(
+        default=_RANKING.time_weight, name="TIME_WEIGHT")
+    ranker_options: Annotated[Mapping[str, str], _doc("options for third-party rankers")] = field(
+        default_factory=dict, name=RANKER_OPTIONS)
+    log_level: Annotated[Literal[LOG_LEVELS], _doc("log level")] = field(default="info", name="LOG_LEVEL")
+    log_format: Annotated[Literal[LOG_FORMATS], _doc("text or json lines")] = field(default="text", name="LOG_FORMAT")
+    max_body_bytes: Annotated[int, _doc("request body limit", ge=1024, le=2**31)] = field(
+        default=1_048_576, name="MAX_BODY_BYTES")
+    worker_batch: Annotated[int, _doc("outbox jobs per worker pass", ge=1, le=4096)] = field(
+        default=256, name="EMBEDDING_BATCH")
+    worker_enabled: Annotated[bool, _doc("run the background embedding worker")] = field(
+        default=True, name="EMBEDDING_WORKER")
     # Hardening (issue 11): durability, admission control, CORS, dead letters, health checks.
-    sqlite_synchronous: str = "full"
-    max_in_flight: int = 64
-    cors_origins: tuple[str, ...] = ()
-    embedding_max_attempts: int = 5
-    health_interval: float = 5.0
-    min_free_disk_bytes: int = 100 * 1024 * 1024
+    sqlite_synchronous: Annotated[Literal[SYNCHRONOUS], _doc("SQLite durability")] = field(
+        default="full", name="SQLITE_SYNCHRONOUS")
+    max_in_flight: Annotated[int, _doc("requests handled at once; 0: no limit", ge=0, le=100_000)] = field(
+        default=64, name="MAX_IN_FLIGHT")
+    cors_origins: Annotated[tuple[str, ...], _doc("origins allowed from a browser")] = field(
+        default=(), name="CORS_ORIGINS")
+    embedding_max_attempts: Annotated[int, _doc("failures before a dead letter", ge=1, le=1000)] = field(
+        default=5, name="EMBEDDING_MAX_ATTEMPTS")
+    health_interval: Annotated[float, _doc("seconds between health checks", ge=0.05)] = field(
+        default=5.0, name="HEALTH_INTERVAL")
+    min_free_disk_mb: Annotated[int, _doc("free space below which the disk is down", ge=0, le=2**31)] = field(
+        default=100, name="MIN_FREE_DISK_MB")
     # The vector index as a cache of the store (README: "When the index is lost or the model changes").
-    index_verify_seconds: float = 300.0
-    index_check_seconds: float = 5.0
-    index_optimize_every: int = 5_000
-    index_inline_build_points: int = 5_000
-    index_disk_reserve_mb: int = 128
+    index_verify_seconds: Annotated[float, _doc("how often collections are verified", ge=0.1)] = field(
+        default=300.0, name="INDEX_VERIFY_SECONDS")
+    index_check_seconds: Annotated[float, _doc("how often the manager looks for work", ge=0.05)] = field(
+        default=5.0, name="INDEX_CHECK_SECONDS")
+    index_optimize_every: Annotated[int, _doc("points before an index build", ge=1, le=2**31)] = field(
+        default=5_000, name="INDEX_OPTIMIZE_EVERY")
+    index_inline_build_points: Annotated[int, _doc("largest shard built in place", ge=0, le=2**31)] = field(
+        default=5_000, name="INDEX_INLINE_BUILD_POINTS")
+    index_disk_reserve_mb: Annotated[int, _doc("free space kept on the index volume", ge=0, le=2**31)] = field(
+        default=128, name="INDEX_DISK_RESERVE_MB")
     # Proxies trusted for X-Forwarded-For/-Proto (uvicorn's list syntax); unset: no proxy
     # headers read at all, which also spares uvicorn's proxy middleware on every request.
-    forwarded_allow_ips: str | None = None
+    forwarded_allow_ips: Annotated[str, _doc("trusted proxies")] | None = field(
+        default=None, name="FORWARDED_ALLOW_IPS")
 
     @property
     def secrets(self) -> tuple[str, ...]:
         """Every configured credential: masked in logs and in error texts shown or stored."""
         return tuple(s for s in (self.memory_api_key, self.qdrant_api_key, self.openai_api_key) if s)
+
+    @property
+    def min_free_disk_bytes(self) -> int:
+        return self.min_free_disk_mb * 1024 * 1024
 
     @property
     def resolved_qdrant_path(self) -> str:
@@ -111,53 +171,68 @@ class Settings:
         return self.embedding_dim or DEFAULT_DIMENSION
 
     def with_overrides(self, **changes) -> "Settings":
-        from dataclasses import replace
-
-        return replace(self, **changes)
+        return msgspec.structs.replace(self, **changes)
 
 
-def _int(env: Mapping[str, str], name: str, default: int, minimum: int = 0, maximum: int = 2**31) -> int:
+# Defaults that follow another variable: (setting, the variable it follows, the default when that is set).
+# The seed's deployment sets only EMBEDDING_SERVICE_URL: that alone selects its service.
+_DERIVED_DEFAULTS = (("VECTOR_INDEX", "QDRANT_URL", "server"), ("EMBEDDER", "EMBEDDING_SERVICE_URL", "embedding-service"))
+_TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
+# Variables read verbatim (credentials): never stripped, so a key is what the operator wrote.
+_VERBATIM = frozenset({"QDRANT_API_KEY", "OPENAI_API_KEY", "MEMORY_API_KEY"})
+
+
+def _fields() -> dict[str, Any]:
+    """Each variable's msgspec type (bounds and choices included), by variable name."""
+    info = msgspec.inspect.type_info(Settings)
+    return {f.encode_name: f.type for f in info.fields}  # type: ignore[attr-defined]
+
+
+def _core(kind: Any) -> tuple[Any, dict]:
+    """The type under ``| None`` and ``Meta`` wrappers, and the wrappers' ``extra``."""
+    extra: dict = {}
+    while True:
+        if isinstance(kind, msgspec.inspect.Metadata):
+            extra.update(kind.extra or {})
+            kind = kind.type
+        elif isinstance(kind, msgspec.inspect.UnionType):
+            kind = next(t for t in kind.types if not isinstance(t, msgspec.inspect.NoneType))
+        else:
+            return kind, extra
+
+
+def _raw(env: Mapping[str, str], name: str, kind: Any) -> Any:
+    """The variable as msgspec should see it: ``None`` when unset or empty (the default applies)."""
     raw = env.get(name)
-    if raw in (None, ""):
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ConfigError(name, f"must be an integer, got {raw!r}") from None
-    if not minimum <= value <= maximum:
-        raise ConfigError(name, f"must be between {minimum} and {maximum}, got {value}")
+    if raw is None or raw == "" or (name not in _VERBATIM and not raw.strip()):
+        return None
+    if name in _VERBATIM:
+        return raw
+    value = raw.strip()
+    inner, extra = _core(kind)
+    if isinstance(inner, msgspec.inspect.LiteralType):
+        return value.lower()
+    if isinstance(inner, msgspec.inspect.BoolType):
+        low = value.lower()
+        if low in _TRUE or low in _FALSE:
+            return low in _TRUE
+        raise ConfigError(name, f"must be true or false, got {low!r}")
+    if extra.get("url"):
+        return value.rstrip("/")
     return value
 
 
-def _float(env: Mapping[str, str], name: str, default: float, minimum: float = 0.0) -> float:
-    raw = env.get(name)
-    if raw in (None, ""):
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        raise ConfigError(name, f"must be a number, got {raw!r}") from None
-    if value < minimum or value != value:
-        raise ConfigError(name, f"must be at least {minimum}, got {raw}")
-    return value
-
-
-def _choice(env: Mapping[str, str], name: str, default: str, choices: tuple[str, ...]) -> str:
-    value = (env.get(name) or default).strip().lower()
-    if value not in choices:
-        raise ConfigError(name, f"must be one of {', '.join(choices)}, got {value!r}")
-    return value
-
-
-def _bool(env: Mapping[str, str], name: str, default: bool) -> bool:
-    raw = (env.get(name) or "").strip().lower()
-    if not raw:
-        return default
-    if raw in ("1", "true", "yes", "on"):
-        return True
-    if raw in ("0", "false", "no", "off"):
-        return False
-    raise ConfigError(name, f"must be true or false, got {raw!r}")
+def _message(kind: Any, error: str) -> str:
+    """msgspec's complaint in the words of this module: what the variable must be."""
+    inner, _ = _core(kind)
+    if isinstance(inner, msgspec.inspect.LiteralType):
+        return f"must be one of {', '.join(map(str, inner.values))}"
+    bounds = [f"{op} {getattr(inner, attr)}" for attr, op in (("ge", ">="), ("gt", ">"), ("le", "<="), ("lt", "<"))
+              if getattr(inner, attr, None) is not None]
+    if bounds and re.search(r"[<>]=? ", error):
+        return f"must be {' and '.join(bounds)}"
+    word = {msgspec.inspect.IntType: "an integer", msgspec.inspect.FloatType: "a number"}.get(type(inner))
+    return f"must be {word}" if word else error.split(" - at ")[0]
 
 
 def load_settings(
@@ -175,63 +250,32 @@ def load_settings(
             merged.update({k: v for k, v in dotenv_values(dotenv).items() if v is not None})
         merged.update(os.environ)
         env = merged
-    sqlite_path = (env.get("SQLITE_PATH") or "").strip() or (default_sqlite_path or "")
-    if not sqlite_path:
+    fields = _fields()
+    values: dict[str, Any] = {}
+    for name, kind in fields.items():
+        if name == RANKER_OPTIONS:
+            values[name] = ranker_options(env)
+        elif name == "CORS_ORIGINS":
+            values[name] = _origins(env.get(name) or "")
+        elif (value := _raw(env, name, kind)) is not None:
+            values[name] = value
+    for name, follows, default in _DERIVED_DEFAULTS:
+        if name not in values and _raw(env, follows, fields[follows]) is not None:
+            values[name] = default
+    values.setdefault("SQLITE_PATH", default_sqlite_path or None)
+    if not values["SQLITE_PATH"]:
         raise ConfigError("SQLITE_PATH", "is required (a database file path, or :memory: for a throwaway store)")
-    qdrant_url = (env.get("QDRANT_URL") or "").strip() or None
-    vector_default = "server" if qdrant_url else "edge"
-    vector_index = _choice(env, "VECTOR_INDEX", vector_default, VECTOR_INDEXES)
-    if vector_index == "server" and not qdrant_url:
+    try:
+        settings = msgspec.convert(values, Settings, strict=False)
+    except msgspec.ValidationError as exc:
+        where = re.search(r"at `\$\.([A-Z_*]+)", str(exc))
+        if where is None:
+            raise
+        name = where.group(1)
+        raise ConfigError(name, f"{_message(fields[name], str(exc))}, got {values[name]!r}") from None
+    if settings.vector_index == "server" and not settings.qdrant_url:
         raise ConfigError("QDRANT_URL", "is required when VECTOR_INDEX=server")
-    return Settings(
-        sqlite_path=sqlite_path,
-        port=_int(env, "PORT", 3002, 0, 65535),
-        host=(env.get("HOST") or "127.0.0.1").strip(),
-        store=_choice(env, "STORE", "sqlite", STORES),
-        vector_index=vector_index,
-        qdrant_url=qdrant_url,
-        qdrant_path=(env.get("QDRANT_PATH") or "").strip() or None,
-        qdrant_api_key=env.get("QDRANT_API_KEY") or None,
-        # The seed's deployment sets only EMBEDDING_SERVICE_URL: that alone selects its service.
-        embedder=_choice(env, "EMBEDDER", "embedding-service" if env.get("EMBEDDING_SERVICE_URL") else "local",
-                         EMBEDDERS),
-        embedding_service_url=(env.get("EMBEDDING_SERVICE_URL") or "http://localhost:3003").rstrip("/"),
-        ollama_url=(env.get("OLLAMA_URL") or "http://localhost:11434").rstrip("/"),
-        openai_url=(env.get("OPENAI_BASE_URL") or "http://localhost:8000").rstrip("/"),
-        openai_api_key=env.get("OPENAI_API_KEY") or None,
-        embedding_model=(env.get("EMBEDDING_MODEL") or "").strip() or None,
-        embedding_dim=_int(env, "EMBEDDING_DIM", 0, 1, 65536) or None,
-        embedding_timeout=_float(env, "EMBEDDING_TIMEOUT", 30.0, 0.01),
-        memory_api_key=env.get("MEMORY_API_KEY") or None,
-        default_ranker=(env.get("DEFAULT_RANKER") or "conversation").strip(),
-        rrf_k=_int(env, "RRF_K", _RANKING.rrf_k, 0, 100000),
-        vector_weight=_float(env, "RRF_VECTOR_WEIGHT", _RANKING.vector_weight),
-        keyword_weight=_float(env, "RRF_KEYWORD_WEIGHT", _RANKING.keyword_weight),
-        weighted_alpha=_float(env, "WEIGHTED_ALPHA", _RANKING.weighted_alpha),
-        recency_half_life_days=_float(env, "RECENCY_HALF_LIFE_DAYS", _RANKING.recency_half_life_days, 0.001),
-        mmr_lambda=_float(env, "MMR_LAMBDA", _RANKING.mmr_lambda),
-        recency_weight=_float(env, "RECENCY_WEIGHT", _RANKING.recency_weight),
-        context_weight=_float(env, "CONTEXT_WEIGHT", _RANKING.context_weight),
-        time_weight=_float(env, "TIME_WEIGHT", _RANKING.time_weight),
-        ranker_options=ranker_options(env),
-        log_level=_choice(env, "LOG_LEVEL", "info", ("debug", "info", "warning", "error", "critical")),
-        log_format=_choice(env, "LOG_FORMAT", "text", LOG_FORMATS),
-        max_body_bytes=_int(env, "MAX_BODY_BYTES", 1_048_576, 1024),
-        worker_batch=_int(env, "EMBEDDING_BATCH", 256, 1, 4096),
-        worker_enabled=_bool(env, "EMBEDDING_WORKER", True),
-        sqlite_synchronous=_choice(env, "SQLITE_SYNCHRONOUS", "full", SYNCHRONOUS),
-        max_in_flight=_int(env, "MAX_IN_FLIGHT", 64, 0, 100_000),
-        cors_origins=_origins(env.get("CORS_ORIGINS") or ""),
-        embedding_max_attempts=_int(env, "EMBEDDING_MAX_ATTEMPTS", 5, 1, 1000),
-        health_interval=_float(env, "HEALTH_INTERVAL", 5.0, 0.05),
-        min_free_disk_bytes=_int(env, "MIN_FREE_DISK_MB", 100, 0, 2**31) * 1024 * 1024,
-        index_verify_seconds=_float(env, "INDEX_VERIFY_SECONDS", 300.0, 0.1),
-        index_check_seconds=_float(env, "INDEX_CHECK_SECONDS", 5.0, 0.05),
-        index_optimize_every=_int(env, "INDEX_OPTIMIZE_EVERY", 5_000, 1),
-        index_inline_build_points=_int(env, "INDEX_INLINE_BUILD_POINTS", 5_000, 0),
-        index_disk_reserve_mb=_int(env, "INDEX_DISK_RESERVE_MB", 128, 0),
-        forwarded_allow_ips=(env.get("FORWARDED_ALLOW_IPS") or "").strip() or None,
-    )
+    return settings
 
 
 def _origins(raw: str) -> tuple[str, ...]:

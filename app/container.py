@@ -3,10 +3,21 @@
 Nothing is built at import time; ``build_container(settings)`` wires a fresh container and the
 app factory (or a CLI command, or a test) asks it for what it needs. Adapters are chosen with
 ``providers.Selector`` from configuration; tests swap any of them with ``provider.override``.
+
+Lifecycles belong to the container. What holds files, models, connections or tasks has a
+``*_resource`` provider next to its ``Singleton``: awaiting it gives the same object and makes the
+container responsible for it, and ``await shutdown(container)`` (dependency-injector's
+``shutdown_resources``) closes exactly what was taken that way, most dependent first (a resource
+names the ones that must outlive it), each close attempted and its failure logged. Services keep
+taking plain objects, so a CLI command that needs only the store opens only the store.
 """
 
 from __future__ import annotations
 
+import inspect
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from operator import attrgetter
 
 from dependency_injector import containers, providers
@@ -18,10 +29,10 @@ from adapters.embedders.ollama import OllamaEmbedder
 from adapters.embedders.openai import OpenAIEmbedder
 from adapters.memory.catalog import InMemoryIndexCatalog
 from adapters.memory.fake_embedder import FakeEmbedder
-from adapters.memory.store import InMemoryMemoryStore
+from adapters.memory.store import MemoryStore
 from adapters.memory.vector_index import InMemoryVectorIndex
 from adapters.sqlite.catalog import SqliteIndexCatalog
-from adapters.sqlite.store import SqliteMemoryStore
+from adapters.sqlite.store import SqliteStore
 from app.config import Settings
 from app.plugins import RankerRegistry, get_plugin_manager
 from domain.context import ContextService
@@ -30,6 +41,8 @@ from domain.indexing import IndexingService
 from domain.ranking import RankerConfig
 from domain.retrieval import SearchService
 from domain.services import EntityService, EpisodeService, SessionService, SummaryService
+
+log = logging.getLogger("nexusai.app")
 
 
 def _edge_index(path: str, s: Settings):
@@ -44,7 +57,7 @@ def _edge_index(path: str, s: Settings):
 def _catalog(store):
     # The manifest and stored embeddings live beside the records, in the same store (tests
     # override the store provider, so this follows the store actually built).
-    if isinstance(store, SqliteMemoryStore):
+    if isinstance(store, SqliteStore):
         return SqliteIndexCatalog(store.database)
     return InMemoryIndexCatalog(store)
 
@@ -85,16 +98,78 @@ def _setting(name: str):
     return attrgetter(name)
 
 
+async def _owned(name: str, thing, close: str = "close", *outlives) -> AsyncIterator:
+    """``thing`` until shutdown, then closed. ``outlives``: resources closed only after this one
+    (dependency-injector shuts a resource down once no initialised resource names it)."""
+    try:
+        yield thing
+    finally:
+        try:
+            await getattr(thing, close)()
+        except Exception:
+            log.exception("closing the %s failed", name)
+
+
+async def _running_worker(worker, enabled: bool, *outlives) -> AsyncIterator:
+    """The embedding worker running (when enabled) until shutdown; stopping lets its pass finish."""
+    if enabled:
+        worker.start()
+    try:
+        yield worker
+    finally:
+        try:
+            await worker.stop()
+        except Exception:
+            log.exception("stopping the embedding worker failed")
+
+
+async def _running_monitor(monitor, *outlives) -> AsyncIterator:
+    monitor.start()
+    try:
+        yield monitor
+    finally:
+        try:
+            await monitor.stop()
+        except Exception:
+            log.exception("stopping the health monitor failed")
+
+
+def _health_monitor(container):
+    from app.health import standard_monitor  # health imports litestar: only the app needs it
+
+    return standard_monitor(container, container.settings(), lambda: container.indexing().dead_lettered)
+
+
+def _service_metrics(indexing):
+    from app.metrics import ServiceMetrics  # prometheus-client and litestar: only when metrics are asked for
+
+    metrics = ServiceMetrics()
+    metrics.watch_indexing(indexing)
+    return metrics
+
+
+def _embedding_worker(indexing, batch: int):
+    from app.worker import EmbeddingWorker
+
+    return EmbeddingWorker(indexing, batch=batch)
+
+
 class Container(containers.DeclarativeContainer):
+    __self__ = providers.Self()
     settings = providers.Dependency(instance_of=Settings)
 
+    # -- the store (one group: the records and the index catalog beside them) --------------------
     store = providers.Selector(
         providers.Callable(_setting("store"), settings),
-        sqlite=providers.Singleton(SqliteMemoryStore.open, providers.Callable(_setting("sqlite_path"), settings),
+        sqlite=providers.Singleton(SqliteStore.open, providers.Callable(_setting("sqlite_path"), settings),
                                    providers.Callable(_setting("sqlite_synchronous"), settings)),
-        memory=providers.Singleton(InMemoryMemoryStore),
+        memory=providers.Singleton(MemoryStore),
     )
 
+    catalog = providers.Singleton(_catalog, store)
+    store_resource = providers.Resource(_owned, "store", store)
+
+    # -- adapters ------------------------------------------------------------------------------------
     http_client = providers.Singleton(make_http_client, providers.Callable(_setting("embedding_timeout"), settings))
 
     # HTTP and hashing embedders are told their size; in-process models know their own.
@@ -133,23 +208,39 @@ class Container(containers.DeclarativeContainer):
         memory=providers.Singleton(InMemoryVectorIndex),
     )
 
-    catalog = providers.Singleton(_catalog, store)
     index_manager = providers.Singleton(_index_manager, vector_index, catalog, store, embedder, settings)
 
     plugin_manager = providers.Singleton(get_plugin_manager, load_entrypoints=True)
     rankers = providers.Singleton(RankerRegistry, plugin_manager, providers.Callable(_ranker_config, settings))
 
+    # -- services ------------------------------------------------------------------------------------
     sessions = providers.Singleton(SessionService, store)
     episodes = providers.Singleton(EpisodeService, store)
     entities = providers.Singleton(EntityService, store)
     summaries = providers.Singleton(SummaryService, store)
     indexing = providers.Singleton(IndexingService, store, index_manager, embedder,
                                    max_attempts=providers.Callable(_setting("embedding_max_attempts"), settings))
+    # The app's metrics: SearchService gets their leg observer when it is built (a hook wired
+    # here), and the embed counters are read from ``indexing``.
+    metrics = providers.Singleton(_service_metrics, indexing)
     search = providers.Singleton(
         SearchService, store, index_manager, embedder, rankers,
-        providers.Callable(_setting("default_ranker"), settings),
+        providers.Callable(_setting("default_ranker"), settings), observe_leg=metrics.provided.observe_leg,
     )
     context = providers.Singleton(ContextService, store, search)
+    worker = providers.Singleton(_embedding_worker, indexing, providers.Callable(_setting("worker_batch"), settings))
+    health = providers.Singleton(_health_monitor, __self__)
+
+    # -- lifecycles: awaiting one hands its object over to the container, which closes it at
+    # shutdown after everything that names it (http client < embedder < index manager < worker < health).
+    http_client_resource = providers.Resource(_owned, "http client", http_client, "aclose")
+    embedder_resource = providers.Resource(_owned, "embedder", embedder, "aclose", http_client_resource)
+    vector_index_resource = providers.Resource(_owned, "vector index", vector_index, "close", store_resource)
+    index_manager_resource = providers.Resource(_owned, "index manager", index_manager, "close",
+                                                vector_index_resource, embedder_resource, store_resource)
+    worker_running = providers.Resource(_running_worker, worker, providers.Callable(_setting("worker_enabled"), settings),
+                                        index_manager_resource)
+    health_running = providers.Resource(_running_monitor, health, worker_running)
 
 
 def build_container(settings: Settings) -> Container:
@@ -158,3 +249,21 @@ def build_container(settings: Settings) -> Container:
         # A throwaway SQLite store gets a throwaway vector index to match.
         container.vector_index.override(providers.Singleton(InMemoryVectorIndex))
     return container
+
+
+async def shutdown(container: Container) -> None:
+    """Close what the container was handed (its ``*_resource`` and ``*_running`` providers), most
+    dependent first; each close is attempted and a failure logged."""
+    result = container.shutdown_resources()
+    if inspect.isawaitable(result):
+        await result
+
+
+@asynccontextmanager
+async def opened(settings: Settings) -> AsyncIterator[Container]:
+    """A container for one CLI command, shut down when the command is done."""
+    container = build_container(settings)
+    try:
+        yield container
+    finally:
+        await shutdown(container)

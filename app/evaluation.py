@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from app.config import Settings
-from app.container import build_container
+from app.container import build_container, opened
 from domain.errors import Invalid
 from domain.evaluating import DEFAULT_KS, EvaluationService, Loaded, RankerReport
 from domain.evaluation import Conversation, parse_jsonl, parse_locomo
@@ -64,16 +64,14 @@ async def prepared(settings: Settings, conversations: Sequence[Conversation]) ->
         isolated = settings.with_overrides(
             store="sqlite", sqlite_path=f"{tmp}/eval.db", qdrant_path=f"{tmp}/eval.qdrant", vector_index=index,
         )
-        container = build_container(isolated)
-        try:
-            await container.index_manager().start()  # a fresh store: empty generations, no build
+        async with opened(isolated) as container:
+            await container.store_resource()
+            await (await container.index_manager_resource()).start()  # a fresh store: empty generations, no build
             indexing = container.indexing()
             service = EvaluationService(container.sessions(), container.episodes(), indexing, container.search())
             started = time.monotonic()
             loaded = [await service.load(c, batch=isolated.worker_batch) for c in conversations]
             yield Prepared(container, service, loaded, time.monotonic() - started)
-        finally:
-            await _close(container)
 
 
 def ranker_names(settings: Settings, rankers: Sequence[str] | None) -> list[str]:
@@ -95,16 +93,6 @@ async def evaluate(settings: Settings, paths: Sequence[Path], rankers: Sequence[
     async with prepared(settings, conversations) as ready:
         reports = await ready.service.score(ready.loaded, names, ks)
     return EvaluationRun(conversations, reports, settings.default_ranker, _embedder_label(settings), ready.load_seconds)
-
-
-async def _close(container) -> None:
-    for provider in (container.index_manager, container.vector_index, container.store):
-        resource = provider()
-        close = getattr(resource, "close", None)
-        if close is not None:
-            result = close()
-            if hasattr(result, "__await__"):
-                await result
 
 
 def _embedder_label(s: Settings) -> str:

@@ -12,12 +12,12 @@ from litestar.config.cors import CORSConfig
 from litestar.datastructures import State
 
 from app.config import ConfigError, Settings
-from app.container import Container, build_container
+from app.container import Container, build_container, shutdown
 from app.docs import DOCS_PATHS, docs_asset, open_operations, openapi_config
 from app.errors import EXCEPTION_HANDLERS
-from app.health import HEALTH_ROUTES, standard_monitor
+from app.health import HEALTH_ROUTES
 from app.mcp_server import mounted as mounted_mcp
-from app.metrics import ServiceMetrics, metrics
+from app.metrics import metrics
 from app.middleware import (
     AdmissionControl, ApiKeyGate, JsonBodiesOnly, RequestObserver, install_request_id_filter,
 )
@@ -28,7 +28,6 @@ from app.routes.retrieval import RetrievalController
 from app.routes.sessions import SessionController
 from app.routes.summaries import SummaryController
 from app.startup import report_embedder, report_store_and_index
-from app.worker import EmbeddingWorker
 from domain.errors import EmbeddingError, Invalid
 
 log = logging.getLogger("nexusai.app")
@@ -75,35 +74,31 @@ def create_app(settings: Settings, container: Container | None = None) -> Litest
     and runs the embedding worker until shutdown."""
     container = container or build_container(settings)
     check_configuration(container)
-    worker = EmbeddingWorker(container.indexing(), batch=settings.worker_batch)
-    service_metrics = ServiceMetrics()
-    monitor = standard_monitor(container, settings, lambda: container.indexing().dead_lettered)
+    worker, service_metrics, monitor = container.worker(), container.metrics(), container.health()
     install_request_id_filter("nexusai.errors", "nexusai.app")
     warn_if_exposed(settings)
     mcp_endpoint, mcp_sessions = mounted_mcp(container, settings, worker.notify)
 
     @asynccontextmanager
     async def lifespan(app: Litestar):
-        container.store()
-        container.embedder().start()  # a model loads in the background; /health says "starting"
-        manager = container.index_manager()
-        await manager.start()  # never waits for a build: derived data does not hold up start-up
-        manager.run()
-        await report_store_and_index(container)
-        embedder_report = asyncio.create_task(report_embedder(container), name="embedder start-up report")
-        service_metrics.watch_indexing(container.indexing())
-        container.search().observe_leg = service_metrics.observe_leg
-        if settings.worker_enabled:
-            worker.start()
-        monitor.start()
+        # What the container is handed here it closes at shutdown, most dependent first.
+        embedder_report = None
         try:
+            await container.store_resource()
+            (await container.embedder_resource()).start()  # a model loads in the background; /health says "starting"
+            manager = await container.index_manager_resource()
+            await manager.start()  # never waits for a build: derived data does not hold up start-up
+            manager.run()
+            await report_store_and_index(container)
+            embedder_report = asyncio.create_task(report_embedder(container), name="embedder start-up report")
+            await container.worker_running()  # started unless EMBEDDING_WORKER=false
+            await container.health_running()
             async with mcp_sessions.run():
                 yield
         finally:
-            embedder_report.cancel()
-            await monitor.stop()
-            await worker.stop()
-            await close_container(container)
+            if embedder_report is not None:
+                embedder_report.cancel()
+            await shutdown(container)
 
     async def after_response(request: Request) -> None:  # async: a sync hook costs a thread hop
         if request.method != "GET":
@@ -140,18 +135,3 @@ def create_app(settings: Settings, container: Container | None = None) -> Litest
     service_metrics.watch_admission(admission)
     app.asgi_handler = admission
     return app
-
-
-async def close_container(container: Container) -> None:
-    """Close what the container opened, most dependent first; each close is attempted."""
-    for name, closer in (
-        ("index manager", lambda: container.index_manager().close()),
-        ("vector index", lambda: container.vector_index().close()),
-        ("embedder", lambda: container.embedder().aclose()),
-        ("http client", lambda: container.http_client().aclose()),
-        ("store", lambda: container.store().close()),
-    ):
-        try:
-            await closer()
-        except Exception:
-            log.exception("closing the %s failed", name)

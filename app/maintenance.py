@@ -14,8 +14,7 @@ from typing import Any
 import httpx
 
 from app.config import Settings
-from app.container import build_container
-from app.main import close_container
+from app.container import opened
 from app.startup import settled_probe
 from domain.errors import DomainError
 from domain.vectors import COLLECTIONS
@@ -36,8 +35,9 @@ async def running_index_status(settings: Settings, store_id: str) -> dict[str, A
 
 async def _offline_index_report(container) -> dict[str, Any]:
     """Each active generation as recorded, opened read-only-in-effect (counted, never changed)."""
-    manager, index, catalog = container.index_manager(), container.vector_index(), container.catalog()
-    rows = await container.store().operations.counts()
+    manager = await container.index_manager_resource()
+    index, catalog = await container.vector_index_resource(), container.catalog()
+    rows = await (await container.store_resource()).operations.counts()
     active = {g.collection: g for g in await catalog.generations() if g.state == "active"}
     report: dict[str, Any] = {}
     for name in COLLECTIONS:
@@ -59,6 +59,7 @@ async def _offline_index_report(container) -> dict[str, Any]:
 
 
 async def index_report(container) -> dict[str, Any]:
+    await container.store_resource()
     store_id = await container.catalog().store_id()
     online = await running_index_status(container.settings(), store_id)
     return online if online is not None else await _offline_index_report(container)
@@ -75,8 +76,8 @@ async def run_reindex(settings: Settings, collection: str | None) -> int:
     if any(n not in COLLECTIONS for n in names):
         print(f"unknown collection {collection!r}; use one of {', '.join(COLLECTIONS)}")
         return 2
-    container = build_container(settings)
-    try:
+    async with opened(settings) as container:
+        await container.store_resource()
         catalog = container.catalog()
         store_id = await catalog.store_id()
         online = await running_index_status(settings, store_id) is not None
@@ -86,7 +87,7 @@ async def run_reindex(settings: Settings, collection: str | None) -> int:
             await catalog.request_reindex(names)
             print("asked the running service to rebuild: " + ", ".join(names))
         else:
-            manager = container.index_manager()
+            manager = await container.index_manager_resource()
             await manager.start()
             for name in names:
                 manager.request_rebuild(name, "memory-service reindex")
@@ -115,8 +116,6 @@ async def run_reindex(settings: Settings, collection: str | None) -> int:
         counts = {n: collections[n].get("points") for n in names}
         print("reindexed: " + ", ".join(f"{n}={c}" for n, c in counts.items()))
         return 0
-    finally:
-        await close_container(container)
 
 
 async def run_doctor(settings: Settings) -> int:
@@ -124,16 +123,16 @@ async def run_doctor(settings: Settings) -> int:
     print(f"store: {settings.store} {settings.sqlite_path}")
     print(f"vector index: {settings.vector_index} {settings.qdrant_url or settings.resolved_qdrant_path or '(memory)'}")
     print(f"embedder: {settings.embedder} model={settings.model_name} dim={settings.embedding_dim or 'model default'}")
-    try:
-        container = build_container(settings)
-        from app.main import check_configuration
+    async with opened(settings) as container:
+        try:
+            from app.main import check_configuration
 
-        check_configuration(container)
-    except Exception as exc:
-        print(f"PROBLEM configuration: {exc}")
-        return 1
-    try:
-        if (error := await container.store().operations.health()) is not None:
+            check_configuration(container)
+        except Exception as exc:
+            print(f"PROBLEM configuration: {exc}")
+            return 1
+        store = await container.store_resource()
+        if (error := await store.operations.health()) is not None:
             problems.append(f"store: {error}")
         else:
             report = await index_report(container)
@@ -142,13 +141,11 @@ async def run_doctor(settings: Settings) -> int:
                 print(f"  {name}: {entry.get('state')} (points {entry.get('points')}, rows {entry.get('rows')})")
                 if str(entry.get("state", "")).startswith("unavailable"):
                     problems.append(f"vector index: {name}: {entry['state']}")
-            backlog = await container.store().outbox.backlog()
+            backlog = await store.outbox.backlog()
             print(f"embedding backlog: {backlog.pending} pending, {backlog.failing} failing")
-        probe = await settled_probe(container.embedder())  # waits for an in-process model to load
+        probe = await settled_probe(await container.embedder_resource())  # waits for an in-process model to load
         if not probe.reachable:
             problems.append(f"embedder: {probe.error}")
-    finally:
-        await close_container(container)
     for problem in problems:
         print(f"PROBLEM {problem}")
     print("ok" if not problems else f"{len(problems)} problem(s)")
@@ -156,9 +153,8 @@ async def run_doctor(settings: Settings) -> int:
 
 
 async def collect_stats(settings: Settings) -> dict[str, Any]:
-    container = build_container(settings)
-    try:
-        store = container.store()
+    async with opened(settings) as container:
+        store = await container.store_resource()
         counts = await store.operations.counts()
         backlog = await store.outbox.backlog()
         report = await index_report(container)
@@ -167,5 +163,3 @@ async def collect_stats(settings: Settings) -> dict[str, Any]:
         return {"rows": counts, "bytes": await store.operations.sizes(), "vectors": vectors, "index": report,
                 "backlog": {"pending": backlog.pending, "failing": backlog.failing,
                             "oldest": backlog.oldest_created_at, "lastError": backlog.last_error}}
-    finally:
-        await close_container(container)

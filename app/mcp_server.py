@@ -26,11 +26,10 @@ from mcp_types import ToolAnnotations
 from pydantic import Field
 
 from app.config import Settings
-from app.container import Container, build_container
+from app.container import Container, build_container, shutdown
 from app.schemas import (
     context_out, entity_out, episode_out, episode_page, relationship_out, search_out, session_out, session_page,
 )
-from app.worker import EmbeddingWorker
 from domain.errors import Conflict, DomainError, NotFound
 from domain.models import NewEntity, NewEpisode, NewRelationship, Session
 from domain.retrieval import SearchQuery
@@ -245,26 +244,23 @@ def mounted(container: Container, settings: Settings, wrote: Callable[[], None])
 async def run(settings: Settings, transport: Transport, host: str, port: int) -> None:
     """Open the stores, run the embedding worker, and serve MCP until stdin closes (stdio) or a
     signal stops uvicorn (streamable HTTP); then close everything as ``serve`` does."""
-    from app.main import check_configuration, close_container  # app.main mounts this module's tools
+    from app.main import check_configuration  # app.main mounts this module's tools
 
     container = build_container(settings)
     check_configuration(container)
-    container.store()
-    manager = container.index_manager()
-    await manager.start()  # never waits for a build, as in `serve`
-    manager.run()
-    worker = EmbeddingWorker(container.indexing(), batch=settings.worker_batch)
-    if settings.worker_enabled:
-        worker.start()
-    server = build_server(container, worker.notify)
     try:
+        await container.store_resource()
+        manager = await container.index_manager_resource()
+        await manager.start()  # never waits for a build, as in `serve`
+        manager.run()
+        worker = await container.worker_running()  # started unless EMBEDDING_WORKER=false
+        server = build_server(container, worker.notify)
         if transport == "stdio":
             await server.run_stdio_async()
         else:
             await _serve_http(server, settings, host, port)
     finally:
-        await worker.stop()
-        await close_container(container)
+        await shutdown(container)
 
 
 async def _serve_http(server: MCPServer, settings: Settings, host: str, port: int) -> None:

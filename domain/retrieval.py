@@ -75,7 +75,7 @@ class SearchQuery:
 class SearchService:
     def __init__(
         self, store: Store, index: VectorIndex, embedder: Embedder, rankers: RankerLookup,
-        default_ranker: str,
+        default_ranker: str, observe_leg: Callable[[str, float], None] | None = None,
     ) -> None:
         self._store = store
         self._index = index
@@ -84,8 +84,9 @@ class SearchService:
         self._default = default_ranker
         self.vector_seconds = 0.0  # read by metrics
         self.keyword_seconds = 0.0
-        # Called with ("vector" | "keyword", seconds) after each leg; the app hangs metrics here.
-        self.observe_leg: Callable[[str, float], None] | None = None
+        # Called with ("vector" | "keyword", seconds) after each leg: the composition root hands
+        # the metrics' observer in here when it builds the service.
+        self.observe_leg = observe_leg
 
     async def search(self, q: SearchQuery) -> SearchResult:
         check_text(q.query, "query", maximum=4000)

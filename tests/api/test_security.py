@@ -11,7 +11,7 @@ import pytest
 from dependency_injector import providers
 from litestar.testing import TestClient
 
-from adapters.memory.store import InMemoryMemoryStore
+from adapters.memory.store import MemoryStore
 from app.config import load_settings
 from app.container import build_container
 from app.main import create_app
@@ -150,7 +150,7 @@ def test_debug_logs_never_contain_the_api_key(tmp_path):
     assert KEY not in logs
 
 
-class _LeakyStore(InMemoryMemoryStore):
+class _LeakyStore(MemoryStore):
     """An in-memory store whose session lookup fails the way a buggy adapter would, with SQL and
     a file path in the exception text."""
 

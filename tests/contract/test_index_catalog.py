@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from adapters.memory.catalog import InMemoryIndexCatalog
-from adapters.memory.store import InMemoryMemoryStore
+from adapters.memory.store import MemoryStore
 from adapters.sqlite.catalog import SqliteIndexCatalog
-from adapters.sqlite.store import SqliteMemoryStore
+from adapters.sqlite.store import SqliteStore
 from domain import writes
 from domain.models import EpisodeChanges, NewEntity, NewEpisode
 from domain.vectors import ModelRef, decode_vector, encode_vector
@@ -26,10 +26,10 @@ OTHER = ModelRef("fake", "fake", 4)
 @pytest.fixture(params=["memory", "sqlite"])
 async def pair(request, tmp_path: Path) -> AsyncIterator[tuple[Store, IndexCatalog]]:
     if request.param == "memory":
-        store = InMemoryMemoryStore()
+        store = MemoryStore()
         yield store, InMemoryIndexCatalog(store)
         return
-    store = SqliteMemoryStore.open(str(tmp_path / "memory.db"))
+    store = SqliteStore.open(str(tmp_path / "memory.db"))
     yield store, SqliteIndexCatalog(store.database)
     await store.close()
 

@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 import pytest
 
 from adapters.sqlite.schema import SCHEMA_VERSION
-from adapters.sqlite.store import SqliteMemoryStore
+from adapters.sqlite.store import SqliteStore
 from domain import writes
 from domain.errors import NotFound, Unavailable
 from domain.keywords import plain_query
@@ -22,7 +22,7 @@ FAR_FUTURE = datetime(2100, 1, 1, tzinfo=UTC)
 
 
 async def test_data_survives_closing_and_reopening_the_file(sqlite_path: str) -> None:
-    store = SqliteMemoryStore.open(sqlite_path)
+    store = SqliteStore.open(sqlite_path)
     session = await store.uow.run(lambda tx: writes.create_session(tx, "conv-1", {"k": "v"}))
     [episode] = await store.uow.run(lambda tx: writes.add_episodes(tx, [NewEpisode(session.id, "remember the lighthouse", "noted")]))
     entity = (await store.uow.run(lambda tx: writes.upsert_entity(tx, NewEntity("Ada", "person", "notes")))).item
@@ -30,7 +30,7 @@ async def test_data_survives_closing_and_reopening_the_file(sqlite_path: str) ->
     await store.close()
     await store.close()  # closing twice is harmless
 
-    reopened = SqliteMemoryStore.open(sqlite_path)
+    reopened = SqliteStore.open(sqlite_path)
     try:
         assert await reopened.sessions.get(session.id) == session
         assert await reopened.episodes.get(episode.id) == episode
@@ -45,7 +45,7 @@ async def test_data_survives_closing_and_reopening_the_file(sqlite_path: str) ->
         await reopened.close()
 
 
-async def test_connections_use_wal_foreign_keys_and_the_current_schema(sqlite_store: SqliteMemoryStore) -> None:
+async def test_connections_use_wal_foreign_keys_and_the_current_schema(sqlite_store: SqliteStore) -> None:
     def pragmas(conn: sqlite3.Connection) -> tuple:
         return tuple(conn.execute(f"PRAGMA {name}").fetchone()[0]
                      for name in ("journal_mode", "foreign_keys", "user_version", "busy_timeout"))
@@ -58,7 +58,7 @@ async def test_connections_use_wal_foreign_keys_and_the_current_schema(sqlite_st
 
 
 async def test_the_fts_indexes_pass_their_integrity_check_after_a_mix_of_writes(sqlite_path: str) -> None:
-    store = SqliteMemoryStore.open(sqlite_path)
+    store = SqliteStore.open(sqlite_path)
     sessions = [await store.uow.run(lambda tx: writes.create_session(tx, f"conv-{i}", {})) for i in range(3)]
     episodes = await store.uow.run(lambda tx: writes.add_episodes(tx, 
         [NewEpisode(s.id, f"question {i} about café ☕", f"answer {i} 東京") for s in sessions for i in range(10)]
@@ -89,7 +89,7 @@ async def test_the_fts_indexes_pass_their_integrity_check_after_a_mix_of_writes(
         conn.close()
 
 
-async def test_porter_stemming_and_diacritics_folding_widen_plain_matches(sqlite_store: SqliteMemoryStore) -> None:
+async def test_porter_stemming_and_diacritics_folding_widen_plain_matches(sqlite_store: SqliteStore) -> None:
     session = await sqlite_store.uow.run(lambda tx: writes.create_session(tx, "conv-1", {}))
     [episode] = await sqlite_store.uow.run(lambda tx: writes.add_episodes(tx, [NewEpisode(session.id, "she was running to the café", "ok")]))
     for text in ("runs", "cafe", "CAFÉ"):
@@ -98,7 +98,7 @@ async def test_porter_stemming_and_diacritics_folding_widen_plain_matches(sqlite
 
 
 async def test_two_hundred_concurrent_writes_all_succeed_without_duplicate_entities(
-    sqlite_store: SqliteMemoryStore,
+    sqlite_store: SqliteStore,
 ) -> None:
     store = sqlite_store
     session = await store.uow.run(lambda tx: writes.create_session(tx, "conv-1", {}))
@@ -118,7 +118,7 @@ async def test_two_hundred_concurrent_writes_all_succeed_without_duplicate_entit
 
 
 async def test_one_failing_write_in_a_group_commit_does_not_fail_its_neighbours(
-    sqlite_store: SqliteMemoryStore,
+    sqlite_store: SqliteStore,
 ) -> None:
     store = sqlite_store
     session = await store.uow.run(lambda tx: writes.create_session(tx, "conv-1", {}))
@@ -141,7 +141,7 @@ async def test_one_failing_write_in_a_group_commit_does_not_fail_its_neighbours(
 
 
 async def test_a_private_in_memory_database_works_like_a_file(tmp_path) -> None:
-    store = SqliteMemoryStore.open(":memory:")
+    store = SqliteStore.open(":memory:")
     try:
         session = await store.uow.run(lambda tx: writes.create_session(tx, "conv-1", {}))
         [episode] = await store.uow.run(lambda tx: writes.add_episodes(tx, [NewEpisode(session.id, "ephemeral", "yes")]))
@@ -155,7 +155,7 @@ async def test_a_private_in_memory_database_works_like_a_file(tmp_path) -> None:
 
 @pytest.mark.parametrize("where", ["file", "memory"])
 async def test_a_closed_store_answers_unavailable_instead_of_hanging(sqlite_path: str, where: str) -> None:
-    store = SqliteMemoryStore.open(sqlite_path if where == "file" else ":memory:")
+    store = SqliteStore.open(sqlite_path if where == "file" else ":memory:")
     await store.close()
     with pytest.raises(Unavailable):
         await store.uow.run(lambda tx: writes.create_session(tx, "conv-1", {}))

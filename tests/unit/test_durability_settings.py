@@ -7,21 +7,21 @@ import asyncio
 
 import pytest
 
-from adapters.sqlite.store import SqliteMemoryStore
+from adapters.sqlite.store import SqliteStore
 from app.config import ConfigError, load_settings
 
 # PRAGMA synchronous answers a number: 1 = NORMAL, 2 = FULL.
 LEVELS = {"normal": 1, "full": 2}
 
 
-def _writer_level(store: SqliteMemoryStore) -> int:
+def _writer_level(store: SqliteStore) -> int:
     return asyncio.run(store.database.write(lambda conn: conn.execute("PRAGMA synchronous").fetchone()[0]))
 
 
 def test_the_default_configuration_commits_with_full_sync(tmp_path):
     settings = load_settings({"SQLITE_PATH": str(tmp_path / "m.db")}, dotenv=None)
     assert settings.sqlite_synchronous == "full"
-    store = SqliteMemoryStore.open(settings.sqlite_path)
+    store = SqliteStore.open(settings.sqlite_path)
     try:
         assert _writer_level(store) == LEVELS["full"]
     finally:
@@ -31,7 +31,7 @@ def test_the_default_configuration_commits_with_full_sync(tmp_path):
 @pytest.mark.parametrize("mode", ["normal", "FULL", " Normal "])
 def test_sqlite_synchronous_selects_the_level(tmp_path, mode):
     settings = load_settings({"SQLITE_PATH": str(tmp_path / "m.db"), "SQLITE_SYNCHRONOUS": mode}, dotenv=None)
-    store = SqliteMemoryStore.open(settings.sqlite_path, settings.sqlite_synchronous)
+    store = SqliteStore.open(settings.sqlite_path, settings.sqlite_synchronous)
     try:
         assert _writer_level(store) == LEVELS[mode.strip().lower()]
     finally:

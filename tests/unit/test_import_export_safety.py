@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from adapters.sqlite.schema import SCHEMA_VERSION
-from adapters.sqlite.store import SqliteMemoryStore
+from adapters.sqlite.store import SqliteStore
 from app.backup import BackupError, backup_store, export_store, import_store
 from domain import writes
 from domain.models import NewEpisode
@@ -26,7 +26,7 @@ def exported(tmp_path: Path) -> tuple[Path, list[dict]]:
     db = tmp_path / "source.db"
 
     async def fill() -> None:
-        store = SqliteMemoryStore.open(str(db))
+        store = SqliteStore.open(str(db))
         session = await store.uow.run(lambda tx: writes.create_session(tx, "s", {"k": 1}))
         await store.uow.run(lambda tx: writes.add_episodes(tx, [NewEpisode(session.id, "hello", "world", token_count=3)]))
         await store.close()
@@ -60,7 +60,7 @@ def test_an_import_row_that_breaks_the_api_rules_imports_nothing(tmp_path, expor
     target = tmp_path / "target.db"
     with pytest.raises(BackupError, match=column if column != "id" else "id"):
         import_store(str(target), _write(tmp_path / "bad.jsonl", lines))
-    store = SqliteMemoryStore.open(str(target))
+    store = SqliteStore.open(str(target))
     try:
         assert asyncio.run(store.operations.counts())["sessions"] == 0  # all or nothing: the good rows too
     finally:
@@ -78,7 +78,7 @@ def test_an_import_row_the_api_would_refuse_as_text_imports_nothing(tmp_path, ex
     target = tmp_path / "target.db"
     with pytest.raises(BackupError, match=field):
         import_store(str(target), _write(tmp_path / "bad.jsonl", lines))
-    store = SqliteMemoryStore.open(str(target))
+    store = SqliteStore.open(str(target))
     try:
         assert asyncio.run(store.operations.counts())["sessions"] == 0
     finally:
@@ -107,7 +107,7 @@ def test_imported_timestamps_are_stored_in_the_one_canonical_format(tmp_path, ex
     _episode_line(lines)["row"]["created_at"] = "2024-02-29T13:00:00+01:00"
     target = tmp_path / "target.db"
     import_store(str(target), _write(tmp_path / "ok.jsonl", lines))
-    store = SqliteMemoryStore.open(str(target))
+    store = SqliteStore.open(str(target))
     try:
         [episode] = asyncio.run(store.episodes.get_many([_episode_line(lines)["row"]["id"]]))
     finally:

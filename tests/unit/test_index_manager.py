@@ -10,7 +10,7 @@ import pytest
 
 from adapters.memory.catalog import InMemoryIndexCatalog
 from adapters.memory.fake_embedder import FakeEmbedder
-from adapters.memory.store import InMemoryMemoryStore
+from adapters.memory.store import MemoryStore
 from adapters.memory.vector_index import InMemoryVectorIndex
 from adapters.qdrant.server import QdrantServerIndex
 from domain import writes
@@ -27,7 +27,7 @@ class World:
     """One store, catalog and index that outlive the managers a test starts over them (a restart)."""
 
     def __init__(self, index=None) -> None:
-        self.store = InMemoryMemoryStore()
+        self.store = MemoryStore()
         self.catalog = InMemoryIndexCatalog(self.store)
         self.index = index or InMemoryVectorIndex()
         self.session = 0

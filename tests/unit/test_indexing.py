@@ -8,7 +8,7 @@ import pytest
 
 from adapters.memory.catalog import InMemoryIndexCatalog
 from adapters.memory.fake_embedder import FakeEmbedder
-from adapters.memory.store import InMemoryMemoryStore
+from adapters.memory.store import MemoryStore
 from adapters.memory.vector_index import InMemoryVectorIndex
 from domain import writes
 from domain.errors import VectorIndexError
@@ -33,7 +33,7 @@ class Clock:
 
 @pytest.fixture
 async def world():
-    store, embedder, clock = InMemoryMemoryStore(), FakeEmbedder(DIM), Clock()
+    store, embedder, clock = MemoryStore(), FakeEmbedder(DIM), Clock()
     # The services write through the index manager, which routes to the active generations.
     index = IndexManager(InMemoryVectorIndex(), InMemoryIndexCatalog(store), store, embedder, "fake")
     await index.start()

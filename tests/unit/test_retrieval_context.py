@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
 from adapters.memory.fake_embedder import FakeEmbedder
-from adapters.memory.store import InMemoryMemoryStore
+from adapters.memory.store import MemoryStore
 from adapters.memory.vector_index import InMemoryVectorIndex
 from domain import writes
 from domain.models import NewEpisode, format_timestamp
@@ -42,7 +42,7 @@ class Lookup:
 
 
 async def _service(*rankers: AllCandidates) -> tuple[SearchService, list[int], int]:
-    store = InMemoryMemoryStore()
+    store = MemoryStore()
     session = await store.uow.run(lambda tx: writes.create_session(tx, "s", {}))
     other = await store.uow.run(lambda tx: writes.create_session(tx, "other", {}))
     texts = ["we adopted a puppy", "what did you call it", "Biscuit, after the cookie", "weather talk", "more weather"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from adapters.sqlite.store import SqliteMemoryStore
+from adapters.sqlite.store import SqliteStore
 from domain.errors import Invalid
 from domain.models import EpisodeChanges, NewEpisode
 from domain.services import EpisodeService, SessionService
@@ -14,7 +14,7 @@ from domain.services import EpisodeService, SessionService
 
 @pytest.fixture
 async def store(tmp_path):
-    opened = SqliteMemoryStore.open(str(tmp_path / "memory.db"))
+    opened = SqliteStore.open(str(tmp_path / "memory.db"))
     yield opened
     await opened.close()
 

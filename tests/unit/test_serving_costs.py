@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import asyncio
 
-from adapters.sqlite.store import SqliteMemoryStore
+from adapters.sqlite.store import SqliteStore
 from app.config import load_settings
 from domain import writes
 from domain.models import EpisodeChanges, NewEpisode
 
 
 async def test_point_reads_on_the_event_loop_see_each_committed_write_at_once(tmp_path) -> None:
-    store = SqliteMemoryStore.open(str(tmp_path / "m.db"))
+    store = SqliteStore.open(str(tmp_path / "m.db"))
     try:
         session = await store.uow.run(lambda tx: writes.create_session(tx, "conv-1", {}))
         [episode] = await store.uow.run(lambda tx: writes.add_episodes(tx, [NewEpisode(session.id, "first", "reply")]))
