@@ -33,4 +33,3 @@ class MemoryStore:
         await self.operations.close()
 
 
-InMemoryMemoryStore = MemoryStore  # the name before the store was split into rooms

@@ -11,6 +11,7 @@ import pytest
 from dependency_injector import providers
 from litestar.testing import TestClient
 
+from adapters.memory.sessions import MemorySessions
 from adapters.memory.store import MemoryStore
 from app.config import load_settings
 from app.container import build_container
@@ -150,12 +151,18 @@ def test_debug_logs_never_contain_the_api_key(tmp_path):
     assert KEY not in logs
 
 
+class _LeakySessions(MemorySessions):
+    async def get(self, session_id: int):
+        raise RuntimeError('near "SELECT * FROM sessions WHERE id = 1": syntax error in /work/adapters/x.py')
+
+
 class _LeakyStore(MemoryStore):
     """An in-memory store whose session lookup fails the way a buggy adapter would, with SQL and
     a file path in the exception text."""
 
-    async def get_session(self, session_id: int):
-        raise RuntimeError('near "SELECT * FROM sessions WHERE id = 1": syntax error in /work/adapters/x.py')
+    def __init__(self) -> None:
+        super().__init__()
+        self.sessions = _LeakySessions(self.state)
 
 
 def test_an_unexpected_server_fault_answers_a_generic_500_body(make_settings):

@@ -33,7 +33,7 @@ def test_a_store_only_command_builds_and_closes_only_the_store(make_settings):
     async def run():
         async with opened(make_settings()) as container:
             store = await container.store_resource()
-            assert await store.health() is None
+            assert await store.operations.health() is None
         return container, store
 
     container, store = asyncio.run(run())
@@ -41,7 +41,7 @@ def test_a_store_only_command_builds_and_closes_only_the_store(make_settings):
     for lifecycle in (container.embedder_resource, container.index_manager_resource, container.vector_index_resource,
                       container.http_client_resource, container.worker_running, container.health_running):
         assert not lifecycle.initialized
-    assert asyncio.run(store.health()) is not None  # closed: it says so instead of answering
+    assert asyncio.run(store.operations.health()) is not None  # closed: it says so instead of answering
 
 
 def test_shutdown_closes_the_most_dependent_first(make_settings):
