@@ -73,7 +73,8 @@ def test_with_a_key_set_health_stays_open(keyed):
 @pytest.mark.parametrize("path", ["/health/", "/health/live/", "/health/ready/", "/schema/"])
 def test_with_a_key_set_an_open_path_stays_open_with_a_trailing_slash(keyed, path):
     # The router serves "/health/" as "/health": a probe configured with the slash must not get 401.
-    assert keyed.get(path).status_code == 200
+    # Readiness may still say 503 "starting" this early (its first checks run in the background).
+    assert keyed.get(path).status_code in ((200, 503) if path == "/health/ready/" else (200,))
     assert keyed.get("/sessions/").status_code == 401
 
 
