@@ -8,8 +8,9 @@ from litestar.params import Parameter, QueryParameter
 from app.routes.deps import PathId, errors
 from app.routes.examples import CreateEpisodeBody, EpisodeBatchBody, UpdateEpisodeBody
 from app.schemas import (
-    CreateEpisode, EpisodeHit, EpisodeOut, EpisodeSearchOut, episode_out,
+    CreateEpisode, EpisodeHit, EpisodeOut, EpisodeSearchOut, wire,
 )
+from domain.limits import MAX_BATCH, MAX_ID, MAX_KEYWORD_QUERY, MAX_LIMIT
 from domain.models import EpisodeChanges, NewEpisode, format_timestamp
 from domain.services import EpisodeService
 
@@ -32,12 +33,12 @@ class EpisodeController(Controller):
               'written by the background worker (see `embeddingBacklog` in `/health`).'
           ), status_code=201)
     async def create(self, data: CreateEpisodeBody, episode_service: EpisodeService) -> EpisodeOut:
-        return episode_out(await episode_service.add(new_episode(data)))
+        return wire(await episode_service.add(new_episode(data)), EpisodeOut)
 
     @post("/batch", summary="Store many episodes in one transaction", responses=errors(400, 404, 413),
-          description='Up to 1000 episodes, all or none.', status_code=201)
+          description=f'Up to {MAX_BATCH} episodes, all or none.', status_code=201)
     async def create_batch(self, data: EpisodeBatchBody, episode_service: EpisodeService) -> list[EpisodeOut]:
-        return [episode_out(e) for e in await episode_service.add_batch([new_episode(e) for e in data.episodes])]
+        return wire(await episode_service.add_batch([new_episode(e) for e in data.episodes]), list[EpisodeOut])
 
     @get("/search", summary="Keyword (FTS5 BM25) search across episodes", responses=errors(400, 404),
           description="`match=all` (default) needs every word, `any` at least one; `fts` passes raw FTS5 "
@@ -45,28 +46,28 @@ class EpisodeController(Controller):
     async def search(
         self,
         episode_service: EpisodeService,
-        q: Annotated[str, Parameter(min_length=1, max_length=2000, description="the words to find")],
-        limit: Annotated[int, Parameter(ge=1, le=1000)] = 10,
-        session_id: Annotated[int | None, QueryParameter(name="sessionId", ge=1, le=2**63 - 1)] = None,
+        q: Annotated[str, Parameter(min_length=1, max_length=MAX_KEYWORD_QUERY, description="the words to find")],
+        limit: Annotated[int, Parameter(ge=1, le=MAX_LIMIT)] = 10,
+        session_id: Annotated[int | None, QueryParameter(name="sessionId", ge=1, le=MAX_ID)] = None,
         match: Annotated[
             Literal["all", "any", "fts"],
             Parameter(description="all: every word; any: at least one; fts: raw FTS5 syntax"),
         ] = "all",
     ) -> EpisodeSearchOut:
         hits = await episode_service.search(q, limit, session_id, match)
-        return EpisodeSearchOut(query=q, match=match, results=[EpisodeHit(episode=episode_out(h.item), score=h.score)
+        return EpisodeSearchOut(query=q, match=match, results=[EpisodeHit(episode=wire(h.item, EpisodeOut), score=h.score)
                                                                for h in hits])
 
     @get("/{episode_id:str}", summary="Get an episode", responses=errors(400, 404))
     async def get_one(self, episode_id: PathId, episode_service: EpisodeService) -> EpisodeOut:
-        return episode_out(await episode_service.get(episode_id))
+        return wire(await episode_service.get(episode_id), EpisodeOut)
 
     @patch("/{episode_id:str}", summary="Change an episode's text or metadata (re-indexed and re-embedded)",
           responses=errors(400, 404, 413),
           description='Fields left out stay as they are.')
     async def update(self, episode_id: PathId, data: UpdateEpisodeBody, episode_service: EpisodeService) -> EpisodeOut:
         changes = EpisodeChanges(data.user_message, data.ai_response, data.token_count, data.metadata)
-        return episode_out(await episode_service.update(episode_id, changes))
+        return wire(await episode_service.update(episode_id, changes), EpisodeOut)
 
     @delete("/{episode_id:str}", summary="Delete an episode and its vector", responses=errors(400, 404))
     async def remove(self, episode_id: PathId, episode_service: EpisodeService) -> None:
