@@ -194,18 +194,25 @@ class SummaryOut(Camel):
 T = TypeVar("T")
 
 
+# One page of a list: ``total`` counts every record, ``items`` holds at most ``limit`` of them.
+# The named subclasses keep the OpenAPI schema names (SessionPage, ...) the clients know.
 class Page(Camel, Generic[T]):
-    """One page of a list: ``total`` counts every record, ``items`` holds at most ``limit`` of them."""
-
     items: list[T]
     total: int
     limit: int
     offset: int
 
 
-SessionPage = Page[SessionOut]
-EpisodePage = Page[EpisodeOut]
-EntityPage = Page[EntityOut]
+class SessionPage(Page[SessionOut]):
+    items: list[SessionOut]  # named again: Litestar's schema of a subclass does not resolve T
+
+
+class EpisodePage(Page[EpisodeOut]):
+    items: list[EpisodeOut]  # named again: Litestar's schema of a subclass does not resolve T
+
+
+class EntityPage(Page[EntityOut]):
+    items: list[EntityOut]  # named again: Litestar's schema of a subclass does not resolve T
 
 
 class EpisodeHit(Camel):
