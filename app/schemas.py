@@ -304,6 +304,15 @@ def wire(value: Any, out: type[W]) -> W:
     return msgspec.convert(value, out, from_attributes=True)
 
 
+# A single episode is the hot path benchmarked against a Node peer (GET /episodes/:id, POST and
+# PATCH /episodes), and there ``convert``'s fixed cost per call loses to a plain constructor:
+# ~0.85 vs ~0.4 us map + encode. Lists and pages (GET /sessions/:id/episodes) measure the same
+# either way within noise and go through ``wire`` (figures: docs/notes/round-3/12c.md).
+def episode_out(e: Episode) -> EpisodeOut:
+    return EpisodeOut(id=e.id, session_id=e.session_id, user_message=e.user_message, ai_response=e.ai_response,
+                      token_count=e.token_count, metadata=dict(e.metadata), created_at=e.created_at)
+
+
 _HIT_FIELD = {Episode: ("episode", EpisodeOut), Entity: ("entity", EntityOut), Summary: ("summary", SummaryOut)}
 
 

@@ -8,7 +8,7 @@ from litestar.params import Parameter, QueryParameter
 from app.routes.deps import PathId, errors
 from app.routes.examples import CreateEpisodeBody, EpisodeBatchBody, UpdateEpisodeBody
 from app.schemas import (
-    CreateEpisode, EpisodeHit, EpisodeOut, EpisodeSearchOut, wire,
+    CreateEpisode, EpisodeHit, EpisodeOut, EpisodeSearchOut, episode_out, wire,
 )
 from domain.limits import MAX_BATCH, MAX_ID, MAX_KEYWORD_QUERY, MAX_LIMIT
 from domain.models import EpisodeChanges, NewEpisode, format_timestamp
@@ -33,7 +33,7 @@ class EpisodeController(Controller):
               'written by the background worker (see `embeddingBacklog` in `/health`).'
           ), status_code=201)
     async def create(self, data: CreateEpisodeBody, episode_service: EpisodeService) -> EpisodeOut:
-        return wire(await episode_service.add(new_episode(data)), EpisodeOut)
+        return episode_out(await episode_service.add(new_episode(data)))
 
     @post("/batch", summary="Store many episodes in one transaction", responses=errors(400, 404, 413),
           description=f'Up to {MAX_BATCH} episodes, all or none.', status_code=201)
@@ -55,19 +55,19 @@ class EpisodeController(Controller):
         ] = "all",
     ) -> EpisodeSearchOut:
         hits = await episode_service.search(q, limit, session_id, match)
-        return EpisodeSearchOut(query=q, match=match, results=[EpisodeHit(episode=wire(h.item, EpisodeOut), score=h.score)
+        return EpisodeSearchOut(query=q, match=match, results=[EpisodeHit(episode=episode_out(h.item), score=h.score)
                                                                for h in hits])
 
     @get("/{episode_id:str}", summary="Get an episode", responses=errors(400, 404))
     async def get_one(self, episode_id: PathId, episode_service: EpisodeService) -> EpisodeOut:
-        return wire(await episode_service.get(episode_id), EpisodeOut)
+        return episode_out(await episode_service.get(episode_id))
 
     @patch("/{episode_id:str}", summary="Change an episode's text or metadata (re-indexed and re-embedded)",
           responses=errors(400, 404, 413),
           description='Fields left out stay as they are.')
     async def update(self, episode_id: PathId, data: UpdateEpisodeBody, episode_service: EpisodeService) -> EpisodeOut:
         changes = EpisodeChanges(data.user_message, data.ai_response, data.token_count, data.metadata)
-        return wire(await episode_service.update(episode_id, changes), EpisodeOut)
+        return episode_out(await episode_service.update(episode_id, changes))
 
     @delete("/{episode_id:str}", summary="Delete an episode and its vector", responses=errors(400, 404))
     async def remove(self, episode_id: PathId, episode_service: EpisodeService) -> None:
