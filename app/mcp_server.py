@@ -28,9 +28,13 @@ from pydantic import Field
 from app.config import Settings
 from app.container import Container, build_container, shutdown
 from app.schemas import (
-    context_out, entity_out, episode_out, episode_page, relationship_out, search_out, session_out, session_page,
+    EntityOut, EpisodeOut, EpisodePage, RelationshipOut, SessionOut, SessionPage, context_out, search_out, wire,
 )
 from domain.errors import Conflict, DomainError, NotFound
+from domain.limits import (
+    MAX_ID, MAX_LIMIT, MAX_NAME, MAX_QUERY, MAX_RECENT_EPISODES, MAX_RELEVANT, MAX_SEARCH_LIMIT, MAX_SOURCES, MAX_TEXT,
+    MAX_TOKEN_BUDGET,
+)
 from domain.models import NewEntity, NewEpisode, NewRelationship, Session
 from domain.retrieval import SearchQuery
 
@@ -44,11 +48,11 @@ INSTRUCTIONS = (
     "was said before. Record people, places and things with `upsert_entity` and connect them with `relate`."
 )
 
-ExternalId = Annotated[str, Field(min_length=1, max_length=512, description="your conversation id (externalId)")]
-Text = Annotated[str, Field(max_length=100_000)]
-Query = Annotated[str, Field(min_length=1, max_length=4000)]
-Name = Annotated[str, Field(min_length=1, max_length=512)]
-EntityId = Annotated[int, Field(ge=1, le=2**63 - 1)]
+ExternalId = Annotated[str, Field(min_length=1, max_length=MAX_NAME, description="your conversation id (externalId)")]
+Text = Annotated[str, Field(max_length=MAX_TEXT)]
+Query = Annotated[str, Field(min_length=1, max_length=MAX_QUERY)]
+Name = Annotated[str, Field(min_length=1, max_length=MAX_NAME)]
+EntityId = Annotated[int, Field(ge=1, le=MAX_ID)]
 Metadata = dict[str, Any] | None
 SourceName = Literal["episodes", "entities", "summaries"]
 Result = dict[str, Any]
@@ -108,12 +112,12 @@ def build_server(container: Container, wrote: Callable[[], None] = lambda: None)
                                                 ai_response=ai_response, token_count=token_count,
                                                 metadata=metadata or {}))
         wrote()
-        return {"session": _wire(session_out(found)), "episode": _wire(episode_out(episode))}
+        return {"session": _wire(wire(found, SessionOut)), "episode": _wire(wire(episode, EpisodeOut))}
 
     @server.tool(annotations=READ)
     @guarded
-    async def search(query: Query, session: ExternalId | None = None, limit: Annotated[int, Field(ge=1, le=200)] = 10,
-                     sources: Annotated[list[SourceName], Field(min_length=1, max_length=3)] | None = None,
+    async def search(query: Query, session: ExternalId | None = None, limit: Annotated[int, Field(ge=1, le=MAX_SEARCH_LIMIT)] = 10,
+                     sources: Annotated[list[SourceName], Field(min_length=1, max_length=MAX_SOURCES)] | None = None,
                      ranker: Name | None = None) -> Result:
         """Hybrid search (meaning + keywords) over episodes, entities and summaries, within one
         conversation `session` or across all of them; best hits first, each with its score."""
@@ -125,9 +129,9 @@ def build_server(container: Container, wrote: Callable[[], None] = lambda: None)
     @server.tool(annotations=READ)
     @guarded
     async def build_context(query: Query, session: ExternalId,
-                            token_budget: Annotated[int, Field(ge=1, le=10_000_000)] = 2000,
-                            recent_episodes: Annotated[int, Field(ge=0, le=100)] = 5,
-                            relevant_limit: Annotated[int, Field(ge=1, le=100)] = 10,
+                            token_budget: Annotated[int, Field(ge=1, le=MAX_TOKEN_BUDGET)] = 2000,
+                            recent_episodes: Annotated[int, Field(ge=0, le=MAX_RECENT_EPISODES)] = 5,
+                            relevant_limit: Annotated[int, Field(ge=1, le=MAX_RELEVANT)] = 10,
                             ranker: Name | None = None) -> Result:
         """The context package for answering `query` in conversation `session`: its recent
         exchanges, the most relevant older ones, matching summaries, the entities they mention and
@@ -139,18 +143,18 @@ def build_server(container: Container, wrote: Callable[[], None] = lambda: None)
 
     @server.tool(annotations=READ)
     @guarded
-    async def list_sessions(limit: Annotated[int, Field(ge=1, le=1000)] = 20,
+    async def list_sessions(limit: Annotated[int, Field(ge=1, le=MAX_LIMIT)] = 20,
                             offset: Annotated[int, Field(ge=0)] = 0) -> Result:
         """The stored conversations (sessions), oldest first, with their total count."""
-        return _wire(session_page(await sessions.list(limit, offset)))
+        return _wire(wire(await sessions.list(limit, offset), SessionPage))
 
     @server.tool(annotations=READ)
     @guarded
-    async def session_history(session: ExternalId, limit: Annotated[int, Field(ge=1, le=1000)] = 20,
+    async def session_history(session: ExternalId, limit: Annotated[int, Field(ge=1, le=MAX_LIMIT)] = 20,
                               offset: Annotated[int, Field(ge=0)] = 0) -> Result:
         """The exchanges of conversation `session`, oldest first, with their total count."""
         found = await session_named(session)
-        return _wire(episode_page(await episodes.of_session(found.id, limit, offset)))
+        return _wire(wire(await episodes.of_session(found.id, limit, offset), EpisodePage))
 
     @server.tool(annotations=WRITE)
     @guarded
@@ -159,13 +163,13 @@ def build_server(container: Container, wrote: Callable[[], None] = lambda: None)
         with the same pair updates its notes and metadata. Returns the entity and `created`."""
         upserted = await entities.upsert(NewEntity(name=name, type=type, notes=notes, metadata=metadata or {}))
         wrote()
-        return {"entity": _wire(entity_out(upserted.item)), "created": upserted.created}
+        return {"entity": _wire(wire(upserted.item, EntityOut)), "created": upserted.created}
 
     @server.tool(annotations=READ)
     @guarded
-    async def find_entities(name: Name, limit: Annotated[int, Field(ge=1, le=1000)] = 20) -> Result:
+    async def find_entities(name: Name, limit: Annotated[int, Field(ge=1, le=MAX_LIMIT)] = 20) -> Result:
         """Entities whose name contains `name` (case-insensitive), with their ids and types."""
-        return {"entities": [_wire(entity_out(e)) for e in await entities.find_by_name(name, limit)]}
+        return {"entities": _wire(wire(await entities.find_by_name(name, limit), list[EntityOut]))}
 
     @server.tool(annotations=READ)
     @guarded
@@ -176,8 +180,8 @@ def build_server(container: Container, wrote: Callable[[], None] = lambda: None)
         entity = await entities.get(entity_id)
         edges = await entities.relationships(entity_id, direction)
         others = {e: await entities.get(e) for e in {r.from_id for r in edges} | {r.to_id for r in edges}}
-        return {"entity": _wire(entity_out(entity)), "relationships": [_wire(relationship_out(r)) for r in edges],
-                "related": [_wire(entity_out(e)) for i, e in sorted(others.items()) if i != entity_id]}
+        return {"entity": _wire(wire(entity, EntityOut)), "relationships": _wire(wire(edges, list[RelationshipOut])),
+                "related": [_wire(wire(e, EntityOut)) for i, e in sorted(others.items()) if i != entity_id]}
 
     @server.tool(annotations=WRITE)
     @guarded
@@ -187,7 +191,7 @@ def build_server(container: Container, wrote: Callable[[], None] = lambda: None)
         upserted = await entities.relate(NewRelationship(from_id=from_id, to_id=to_id, label=label,
                                                          metadata=metadata or {}))
         wrote()
-        return {"relationship": _wire(relationship_out(upserted.item)), "created": upserted.created}
+        return {"relationship": _wire(wire(upserted.item, RelationshipOut)), "created": upserted.created}
 
     @server.custom_route("/health", methods=["GET"])
     async def health(request):  # a liveness probe for process managers and the test launcher

@@ -21,6 +21,7 @@ from ports.ranker import Ranker
 ENTRY_POINT_GROUP = hookspecs.PROJECT
 BUILTIN_PLUGIN = "builtin"
 RANKER_OPTION_PREFIX = "RANKER_"
+RANKER_HOOK = "nexusai_memory_register_rankers"
 
 logger = logging.getLogger(__name__)
 
@@ -52,6 +53,14 @@ def ranker_options(environ: Mapping[str, str]) -> dict[str, str]:
     }
 
 
+def ranker_plugins(manager: pluggy.PluginManager) -> list[tuple[str, object]]:
+    """``(name, plugin)`` of every plugin implementing the ranker hook, in registration order
+    (built-ins first), as the plugin manager reports it (``get_hookcallers``, as datasette lists plugins)."""
+    hook = getattr(manager.hook, RANKER_HOOK)
+    return [(name, plugin) for name, plugin in manager.list_name_plugin()
+            if plugin is not None and any(caller is hook for caller in manager.get_hookcallers(plugin) or ())]
+
+
 @dataclass(frozen=True, slots=True)
 class RankerInfo:
     """What ``GET /rankers`` lists. ``plugin`` is the pluggy plugin name: ``builtin`` or the
@@ -76,16 +85,13 @@ class RankerRegistry:
         }
         self._rankers: dict[str, Ranker] = {}
         self._infos: dict[str, RankerInfo] = {}
-        hook = manager.hook.nexusai_memory_register_rankers
-        # Each implementation is called on its own (not through hook(...)) so every ranker is known
-        # to come from its plugin; wrappers yield no rankers of their own and are left out.
-        for impl in hook.get_hookimpls():
-            if impl.wrapper or impl.hookwrapper:
-                continue
-            arguments = {"config": config}
-            provided = impl.function(*(arguments[name] for name in impl.argnames))
-            for ranker in _as_rankers(provided, impl.plugin_name):
-                self._add(ranker, impl.plugin_name, distributions.get(id(impl.plugin)))
+        for name, plugin in ranker_plugins(manager):
+            # The hook is called through pluggy, with keyword arguments, on a caller narrowed to this
+            # one plugin: every ranker is then known to come from it (pluggy drops ``None`` answers).
+            only_this = manager.subset_hook_caller(RANKER_HOOK, [p for p in manager.get_plugins() if p is not plugin])
+            for provided in only_this(config=config):
+                for ranker in _as_rankers(provided, name):
+                    self._add(ranker, name, distributions.get(id(plugin)))
 
     def _add(self, ranker: Ranker, plugin: str, distribution: str | None) -> None:
         existing = self._infos.get(ranker.name)

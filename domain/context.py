@@ -12,6 +12,7 @@ import math
 from dataclasses import dataclass, field
 
 from domain.errors import Invalid, NotFound
+from domain.limits import MAX_QUERY, MAX_RECENT_EPISODES, MAX_TOKEN_BUDGET
 from domain.models import Entity, Episode, Relationship, Summary
 from domain.retrieval import SearchQuery, SearchService
 from domain.services import check_limit, check_text
@@ -83,10 +84,10 @@ class ContextService:
         self, query: str, session_id: int, token_budget: int, recent_episodes: int = 5,
         relevant_limit: int = 10, ranker: str | None = None,
     ) -> ContextPackage:
-        check_text(query, "query", maximum=4000)
-        check_limit(token_budget, "tokenBudget", maximum=10_000_000)
-        if not 0 <= recent_episodes <= 100:
-            raise Invalid("recentEpisodes must be between 0 and 100", field="recentEpisodes")
+        check_text(query, "query", maximum=MAX_QUERY)
+        check_limit(token_budget, "tokenBudget", maximum=MAX_TOKEN_BUDGET)
+        if not 0 <= recent_episodes <= MAX_RECENT_EPISODES:
+            raise Invalid(f"recentEpisodes must be between 0 and {MAX_RECENT_EPISODES}", field="recentEpisodes")
         if await self._store.sessions.get(session_id) is None:
             raise NotFound(f"session {session_id} does not exist", field="sessionId")
         budget = _Budget(token_budget)

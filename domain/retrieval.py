@@ -16,6 +16,7 @@ from typing import Protocol
 
 from domain.errors import DomainError, Invalid, NotFound
 from domain.keywords import recall_query
+from domain.limits import MAX_QUERY, MAX_SEARCH_LIMIT
 from domain.models import Entity, Episode, Summary, parse_timestamp
 from domain.ranking import MAX_CONTEXT_WINDOW, SOURCES, Candidate, Context, Key, LegHit, RankingRequest
 from domain.services import check_limit, check_text
@@ -89,8 +90,8 @@ class SearchService:
         self.observe_leg = observe_leg
 
     async def search(self, q: SearchQuery) -> SearchResult:
-        check_text(q.query, "query", maximum=4000)
-        check_limit(q.limit, maximum=200)
+        check_text(q.query, "query", maximum=MAX_QUERY)
+        check_limit(q.limit, maximum=MAX_SEARCH_LIMIT)
         sources = tuple(dict.fromkeys(q.sources)) or (EPISODES.name,)
         for source in sources:
             if source not in SOURCES:

@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 
 from domain.errors import Invalid, NotFound
 from domain.keywords import MATCH_MODES, MatchMode, plain_query
+from domain.limits import MAX_BATCH, MAX_COUNT, MAX_LIMIT, MAX_METADATA_DEPTH, MAX_NAME, MAX_OFFSET, MAX_TEXT
 from domain.models import (
     Entity, Episode, EpisodeChanges, KeywordHit, Metadata, NewEntity, NewEpisode, NewRelationship,
     NewSummary, Page, Relationship, Session, Summary, Upserted,
@@ -17,16 +18,6 @@ from domain.models import (
 from domain import writes
 from ports.entities import Direction
 from ports.store import Store
-
-MAX_LIMIT = 1000
-MAX_BATCH = 1000
-MAX_TEXT = 100_000
-MAX_NAME = 512
-MAX_OFFSET = 2**63 - 1  # SQLite's largest integer: beyond it the store would overflow, not answer
-MAX_COUNT = 2**31  # the API's token count range
-# Metadata deeper than this is refused: near the interpreter's recursion limit a value that was
-# stored could no longer be read back in a list, breaking that list for every client.
-MAX_METADATA_DEPTH = 128
 
 
 def check_limit(value: int, field: str = "limit", maximum: int = MAX_LIMIT) -> int:

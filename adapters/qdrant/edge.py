@@ -4,15 +4,10 @@ One Edge shard per collection under ``path/<collection>``. The engine is synchro
 directory may be opened only once, so every engine call runs on one dedicated worker thread:
 the event loop never blocks on it and calls are serialised without locks.
 
-The engine never optimizes on its own: new points land in plain segments that are searched
-exactly, and HNSW indexes are only built by ``optimize()``. A small shard (up to
-``inline_optimize_points``) is optimized on the engine thread after enough writes (milliseconds).
-A large shard is never optimized in place, because the engine holds the GIL for the whole build
-(8 s for 20k x 384) and the shard would have to be closed meanwhile: ``rebuild_advised`` tells
-the index manager when a fresh generation is worth building, and ``build_collection`` builds it
-in a child process (``edge_build``) from the stored embeddings while the live shard keeps
-serving. "Enough" grows with the shard (``optimize_growth`` times the points indexed last time),
-so the total build cost of a bulk load stays a small multiple of one build.
+When a shard is due an HNSW build, and whether in place or as a new generation, is
+``edge_schedule``'s rule; ``build_collection`` runs the build in a child process supervised by
+``edge_supervisor``. A large shard is never optimized in place, because the engine holds the GIL
+for the whole build and the shard would have to be closed meanwhile.
 
 Shards are memory-mapped: a write into a full volume would SIGBUS the process. Every write and
 build first checks the free space of the index volume against ``disk_reserve_bytes`` and refuses
@@ -23,11 +18,8 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import json
 import logging
-import os
 import shutil
-import sys
 from collections.abc import AsyncIterator, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
@@ -36,52 +28,18 @@ from typing import Any, TypeVar
 
 import qdrant_edge as qe
 
-from adapters.qdrant import locks
-from adapters.qdrant.edge_build import MODULE, create_shard, edge_config, encode_frame
+from adapters.qdrant.edge_build import create_shard, edge_config
+from adapters.qdrant.edge_schedule import BuildSchedule
+from adapters.qdrant.edge_shard import CONFIG_FILE, edge_filter, free_bytes, open_shard, persisted_size
+from adapters.qdrant.edge_supervisor import BuildSupervisor
 from domain.errors import DimensionMismatch, VectorIndexError
-from domain.vectors import (
-    CREATED_AT_FIELD,
-    SESSION_ID_FIELD,
-    PointBatch,
-    VectorFilter,
-    VectorHit,
-    VectorPoint,
-    as_utc,
-)
+from domain.vectors import PointBatch, VectorFilter, VectorHit, VectorPoint
 
 log = logging.getLogger(__name__)
 
-_ROOT = str(Path(__file__).resolve().parents[2])
 ASIDE = ".aside"  # shards moved out of service (corrupted, locked, foreign), kept for inspection
 
 T = TypeVar("T")
-
-# The engine creates one shard directory per collection and persists its config here.
-_CONFIG_FILE = "edge_config.json"
-
-
-def edge_filter(filter: VectorFilter | None) -> qe.Filter | None:
-    if filter is None or filter.is_empty:
-        return None
-    must: list[Any] = []
-    if filter.session_id is not None:
-        must.append(qe.FieldCondition(SESSION_ID_FIELD, match=qe.MatchValue(filter.session_id)))
-    if filter.since is not None or filter.until is not None:
-        # Full precision RFC 3339: payload times have milliseconds, bounds may have more.
-        since = as_utc(filter.since).isoformat() if filter.since else None
-        until = as_utc(filter.until).isoformat() if filter.until else None
-        must.append(qe.FieldCondition(CREATED_AT_FIELD, range=qe.RangeDateTime(gte=since, lte=until)))
-    return qe.Filter(must=must)
-
-
-def free_bytes(path: Path) -> int:
-    """Free bytes for an unprivileged writer on the volume holding ``path`` (or its nearest
-    existing parent)."""
-    probe = path
-    while not probe.exists() and probe != probe.parent:
-        probe = probe.parent
-    stats = os.statvfs(probe)
-    return stats.f_bavail * stats.f_frsize
 
 
 class QdrantEdgeIndex:
@@ -112,15 +70,12 @@ class QdrantEdgeIndex:
         self._hnsw_m = hnsw_m
         self._hnsw_ef_construct = hnsw_ef_construct
         self._search_ef = search_ef
-        self._optimize_every = optimize_every
-        self._optimize_growth = optimize_growth
-        self._inline_points = inline_optimize_points
         self._reserve = disk_reserve_bytes
-        self._indexed: dict[str, int] = {}
+        self._schedule = BuildSchedule(optimize_every=optimize_every, optimize_growth=optimize_growth,
+                                       inline_points=inline_optimize_points)
+        self._builds = BuildSupervisor()
         self._shards: dict[str, qe.EdgeShard] = {}
-        self._written: dict[str, int] = {}
         self._optimize_queued: set[str] = set()
-        self._children: dict[str, asyncio.subprocess.Process] = {}
         self._closing = False
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="qdrant-edge")
 
@@ -171,7 +126,7 @@ class QdrantEdgeIndex:
         operation = qe.UpdateOperation.delete_points_by_filter(condition)
         # A filtered delete may remove many points; count it as a full batch for the optimizer.
         await self._run(
-            f"delete by filter from {collection!r}", self._update, collection, operation, self._optimize_every
+            f"delete by filter from {collection!r}", self._update, collection, operation, self._schedule.optimize_every
         )
 
     async def count(self, collection: str) -> int:
@@ -191,10 +146,7 @@ class QdrantEdgeIndex:
         return sorted(p.name for p in self._path.iterdir() if p.is_dir() and not p.name.startswith("."))
 
     async def drop_collection(self, name: str, keep: bool = False) -> None:
-        child = self._children.pop(name, None)
-        if child is not None and child.returncode is None:
-            child.kill()
-            await child.wait()
+        await self._builds.stop(name)
         await self._run(f"drop collection {name!r}", self._drop, name, keep)
 
     async def build_collection(self, name: str, dimension: int, batches: AsyncIterator[PointBatch]) -> None:
@@ -202,36 +154,8 @@ class QdrantEdgeIndex:
         if target.exists():
             raise VectorIndexError(f"cannot build vector collection {name!r}: {target} exists")
         self._check_disk(f"build {name!r}")
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [_ROOT, os.environ.get("PYTHONPATH")])))
-        argv = ["--parent", str(os.getpid()), str(target), str(dimension), str(self._hnsw_m),
-                str(self._hnsw_ef_construct)]
-        child = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", MODULE, *argv, stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE, env=env)
-        self._children[name] = child
-        assert child.stdin is not None and child.stderr is not None
-        errors = asyncio.ensure_future(child.stderr.read())
-        try:
-            async for batch in batches:
-                self._check_disk(f"build {name!r}")
-                child.stdin.write(encode_frame(batch.ids, batch.payloads, batch.vectors))
-                await child.stdin.drain()
-            child.stdin.close()
-            status = await child.wait()
-        except BaseException as error:
-            if child.returncode is None:
-                child.kill()
-                await child.wait()
-            errors.cancel()
-            if isinstance(error, (ConnectionError, BrokenPipeError)):
-                raise VectorIndexError(f"the Qdrant Edge build of {name!r} stopped: {error}") from error
-            raise
-        finally:
-            self._children.pop(name, None)
-        text = (await errors).decode(errors="replace").strip()
-        if status != 0:
-            tail = text.splitlines()[-1:] or [f"exit status {status}"]
-            raise VectorIndexError(f"the Qdrant Edge build of {name!r} failed: {tail[0]}")
+        argv = [str(dimension), str(self._hnsw_m), str(self._hnsw_ef_construct)]
+        await self._builds.build(name, target, argv, batches, lambda: self._check_disk(f"build {name!r}"))
         await self.ensure_collection(name, dimension)
 
     async def point_ids(self, collection: str) -> list[int]:
@@ -276,11 +200,7 @@ class QdrantEdgeIndex:
         if self._closing:
             return
         self._closing = True
-        for child in list(self._children.values()):
-            if child.returncode is None:
-                child.kill()  # a half-built shard is worthless; the manager builds again next start
-                await child.wait()
-        self._children.clear()
+        await self._builds.stop_all()  # a half-built shard is worthless; the manager builds again next start
         loop = asyncio.get_running_loop()
         try:
             await loop.run_in_executor(self._executor, self._close_all)
@@ -307,7 +227,7 @@ class QdrantEdgeIndex:
     def _ensure(self, name: str, dimension: int) -> None:
         shard_path = self._path / name
         if name in self._shards:
-            existing = self._persisted_size(shard_path)
+            existing = persisted_size(shard_path)
             if existing is not None and existing != dimension:
                 raise DimensionMismatch(name, existing, dimension)
             return
@@ -318,66 +238,31 @@ class QdrantEdgeIndex:
                 f"cannot create the Qdrant Edge directory {self._path}: {error}"
             ) from error
         config = edge_config(dimension, self._hnsw_m, self._hnsw_ef_construct)
-        if (shard_path / _CONFIG_FILE).exists():
-            existing = self._persisted_size(shard_path)
+        if (shard_path / CONFIG_FILE).exists():
+            existing = persisted_size(shard_path)
             if existing is not None and existing != dimension:
                 raise DimensionMismatch(name, existing, dimension)
-            shard = self._open(lambda: qe.EdgeShard.load(str(shard_path), config), shard_path)
+            shard = open_shard(lambda: qe.EdgeShard.load(str(shard_path), config), shard_path)
         else:
             self._check_disk(f"create {name!r}")
-            shard = self._open(lambda: create_shard(str(shard_path), config), shard_path)
+            shard = open_shard(lambda: create_shard(str(shard_path), config), shard_path)
         self._adopt(name, shard)
 
     def _adopt(self, name: str, shard: qe.EdgeShard) -> None:
         self._shards[name] = shard
-        self._written[name] = 0
         info = shard.info()
-        # The build schedule counts writes since the last build or open. (Not the engine's
-        # indexed_vectors_count: segments below its indexing threshold never count as indexed,
-        # so a small built shard would look due for a build forever.)
-        self._indexed[name] = info.points_count
-        # Points written before a crash may still sit in plain segments of a small shard.
-        if info.points_count <= self._inline_points and info.points_count - info.indexed_vectors_count >= self._optimize_every:
+        if self._schedule.opened(name, info.points_count, info.indexed_vectors_count):
             self._queue_optimize(name)
-
-    @staticmethod
-    def _open(opener: Callable[[], qe.EdgeShard], shard_path: Path, retry: bool = True) -> qe.EdgeShard:
-        try:
-            return opener()
-        except Exception as error:
-            text = str(error)
-            locked = "WouldBlock" in text or "lock" in text.lower()
-            if locked and retry and locks.clear_orphans(shard_path):
-                # The holder was our own orphaned build child: it is gone, and so is its lock.
-                return QdrantEdgeIndex._open(opener, shard_path, retry=False)
-            if locked:
-                holders = ", ".join(locks.describe(p) for p in locks.lock_holders(shard_path)) or "unknown"
-                reason = f"it is locked by another process: {holders}"
-            elif "ermission" in text or "Read-only" in text:
-                reason = "it is not writable"
-            else:
-                reason = "the engine refused it"
-            raise VectorIndexError(
-                f"cannot open the Qdrant Edge shard {shard_path}: {reason} ({text})"
-            ) from error
-
-    @staticmethod
-    def _persisted_size(shard_path: Path) -> int | None:
-        try:
-            config = json.loads((shard_path / _CONFIG_FILE).read_text())
-            return int(config["vectors"][""]["size"])
-        except (OSError, ValueError, KeyError, TypeError):
-            return None
 
     def _shard(self, name: str) -> qe.EdgeShard:
         shard = self._shards.get(name)
         if shard is not None:
             return shard
         shard_path = self._path / name
-        if not (shard_path / _CONFIG_FILE).exists():
+        if not (shard_path / CONFIG_FILE).exists():
             raise VectorIndexError(f"vector collection {name!r} does not exist under {self._path}")
         # A shard made by an earlier run is usable without ensure_collection (e.g. by the CLI).
-        shard = self._open(lambda: qe.EdgeShard.load(str(shard_path)), shard_path)
+        shard = open_shard(lambda: qe.EdgeShard.load(str(shard_path)), shard_path)
         self._adopt(name, shard)
         return shard
 
@@ -402,16 +287,11 @@ class QdrantEdgeIndex:
         shard = self._shard(collection)
         self._check_disk(f"write to {collection!r}")
         shard.update(operation)
-        self._written[collection] = self._written.get(collection, 0) + weight
-        if self._due(collection) and shard.info().points_count <= self._inline_points:
+        if self._schedule.wrote(collection, weight) and self._schedule.inline(shard.info().points_count):
             self._queue_optimize(collection)
 
-    def _due(self, collection: str) -> bool:
-        due = max(self._optimize_every, self._optimize_growth * self._indexed.get(collection, 0))
-        return self._written.get(collection, 0) >= due
-
     def _rebuild_advised(self, collection: str) -> bool:
-        return self._shard(collection).info().points_count > self._inline_points and self._due(collection)
+        return self._schedule.rebuild_advised(collection, self._shard(collection).info().points_count)
 
     def _queue_optimize(self, collection: str) -> None:
         # Submitted from the worker thread itself: it runs after the current call returns,
@@ -433,13 +313,11 @@ class QdrantEdgeIndex:
     def _optimize_now(self, collection: str) -> None:
         shard = self._shard(collection)
         shard.optimize()
-        self._written[collection] = 0
-        self._indexed[collection] = shard.info().points_count
+        self._schedule.built(collection, shard.info().points_count)
 
     def _drop(self, name: str, keep: bool) -> None:
         shard = self._shards.pop(name, None)
-        self._written.pop(name, None)
-        self._indexed.pop(name, None)
+        self._schedule.forget(name)
         if shard is not None:
             try:
                 shard.close()

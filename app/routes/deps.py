@@ -16,13 +16,13 @@ from litestar.params import Parameter
 from app.schemas import ErrorBody
 
 from domain.context import ContextService
+from domain.limits import MAX_ID, MAX_LIMIT, MAX_OFFSET
 from domain.retrieval import SearchService
 from domain.services import EntityService, EpisodeService, SessionService, SummaryService
 
-MAX_ID = 2**63 - 1
 PathId = Annotated[int, Parameter(ge=1, le=MAX_ID, description="a positive integer id")]
-Limit = Annotated[int, Parameter(ge=1, le=1000, description="page size, 1-1000")]
-Offset = Annotated[int, Parameter(ge=0, le=MAX_ID, description="rows to skip")]
+Limit = Annotated[int, Parameter(ge=1, le=MAX_LIMIT, description=f"page size, 1-{MAX_LIMIT}")]
+Offset = Annotated[int, Parameter(ge=0, le=MAX_OFFSET, description="rows to skip")]
 
 
 _INTEGER = re.compile(r"-?[0-9]+")  # a sign is let through so "-1" stays a 400 (out of range)
@@ -77,7 +77,7 @@ ERROR_DESCRIPTIONS = {
     503: "A backing component (embedder, vector index) is unavailable",
 }
 ERROR_EXAMPLES = {
-    400: {"code": "validation_error", "message": "limit: Expected `int` <= 1000", "field": "limit", "status": 400},
+    400: {"code": "validation_error", "message": f"limit: Expected `int` <= {MAX_LIMIT}", "field": "limit", "status": 400},
     401: {"code": "unauthorized", "message": "a valid 'Authorization: Bearer <MEMORY_API_KEY>' header is required",
           "field": None, "status": 401},
     404: {"code": "not_found", "message": "session 42 does not exist", "field": None, "status": 404},

@@ -9,13 +9,13 @@ from litestar.params import Parameter
 from app.routes.deps import Limit, Offset, PathId, errors
 from app.routes.examples import DeleteRelationshipBody, UpsertEntityBody, UpsertRelationshipBody
 from app.schemas import (
-    EntityOut, EntityPage, RelationshipOut, entity_out,
-    entity_page, relationship_out,
+    EntityOut, EntityPage, RelationshipOut, wire,
 )
+from domain.limits import MAX_NAME
 from domain.models import NewEntity, NewRelationship
 from domain.services import EntityService
 
-Name = Annotated[str, Parameter(min_length=1, max_length=512)]
+Name = Annotated[str, Parameter(min_length=1, max_length=MAX_NAME)]
 
 
 class EntityController(Controller):
@@ -26,20 +26,20 @@ class EntityController(Controller):
           responses={**errors(400, 413), 200: ResponseSpec(EntityOut, description="An existing entity, updated")})
     async def upsert(self, data: UpsertEntityBody, entity_service: EntityService) -> Response[EntityOut]:
         result = await entity_service.upsert(NewEntity(data.name, data.type, data.notes, data.metadata))
-        return Response(entity_out(result.item), status_code=201 if result.created else 200)
+        return Response(wire(result.item, EntityOut), status_code=201 if result.created else 200)
 
     @get("/by-type/{entity_type:str}", summary="Entities of one type, by name", responses=errors(400))
     async def by_type(self, entity_type: str, entity_service: EntityService, limit: Limit = 100,
                       offset: Offset = 0) -> EntityPage:
-        return entity_page(await entity_service.by_type(entity_type, limit, offset))
+        return wire(await entity_service.by_type(entity_type, limit, offset), EntityPage)
 
     @get("/search", summary="Entities whose name contains the given text", responses=errors(400))
     async def by_name(self, name: Name, entity_service: EntityService, limit: Limit = 20) -> list[EntityOut]:
-        return [entity_out(e) for e in await entity_service.find_by_name(name, limit)]
+        return wire(await entity_service.find_by_name(name, limit), list[EntityOut])
 
     @get("/{entity_id:str}", summary="Get an entity", responses=errors(400, 404))
     async def get_one(self, entity_id: PathId, entity_service: EntityService) -> EntityOut:
-        return entity_out(await entity_service.get(entity_id))
+        return wire(await entity_service.get(entity_id), EntityOut)
 
     @delete("/{entity_id:str}", summary="Delete an entity, its relationships and its vector",
           responses=errors(400, 404))
@@ -52,7 +52,7 @@ class EntityController(Controller):
     async def relationships(
         self, entity_id: PathId, entity_service: EntityService, direction: Literal["out", "in", "both"] = "out"
     ) -> list[RelationshipOut]:
-        return [relationship_out(r) for r in await entity_service.relationships(entity_id, direction)]
+        return wire(await entity_service.relationships(entity_id, direction), list[RelationshipOut])
 
 
 class RelationshipController(Controller):
@@ -65,7 +65,7 @@ class RelationshipController(Controller):
           description='Both entities must exist.')
     async def upsert(self, data: UpsertRelationshipBody, entity_service: EntityService) -> Response[RelationshipOut]:
         result = await entity_service.relate(NewRelationship(data.from_id, data.to_id, data.label, data.metadata))
-        return Response(relationship_out(result.item), status_code=201 if result.created else 200)
+        return Response(wire(result.item, RelationshipOut), status_code=201 if result.created else 200)
 
     @delete("/", summary="Delete a relationship named by {fromId, toId, label}",
           responses=errors(400, 404), status_code=204)

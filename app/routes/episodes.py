@@ -8,8 +8,9 @@ from litestar.params import Parameter, QueryParameter
 from app.routes.deps import PathId, errors
 from app.routes.examples import CreateEpisodeBody, EpisodeBatchBody, UpdateEpisodeBody
 from app.schemas import (
-    CreateEpisode, EpisodeHit, EpisodeOut, EpisodeSearchOut, episode_out,
+    CreateEpisode, EpisodeHit, EpisodeOut, EpisodeSearchOut, episode_out, wire,
 )
+from domain.limits import MAX_BATCH, MAX_ID, MAX_KEYWORD_QUERY, MAX_LIMIT
 from domain.models import EpisodeChanges, NewEpisode, format_timestamp
 from domain.services import EpisodeService
 
@@ -35,9 +36,9 @@ class EpisodeController(Controller):
         return episode_out(await episode_service.add(new_episode(data)))
 
     @post("/batch", summary="Store many episodes in one transaction", responses=errors(400, 404, 413),
-          description='Up to 1000 episodes, all or none.', status_code=201)
+          description=f'Up to {MAX_BATCH} episodes, all or none.', status_code=201)
     async def create_batch(self, data: EpisodeBatchBody, episode_service: EpisodeService) -> list[EpisodeOut]:
-        return [episode_out(e) for e in await episode_service.add_batch([new_episode(e) for e in data.episodes])]
+        return wire(await episode_service.add_batch([new_episode(e) for e in data.episodes]), list[EpisodeOut])
 
     @get("/search", summary="Keyword (FTS5 BM25) search across episodes", responses=errors(400, 404),
           description="`match=all` (default) needs every word, `any` at least one; `fts` passes raw FTS5 "
@@ -45,9 +46,9 @@ class EpisodeController(Controller):
     async def search(
         self,
         episode_service: EpisodeService,
-        q: Annotated[str, Parameter(min_length=1, max_length=2000, description="the words to find")],
-        limit: Annotated[int, Parameter(ge=1, le=1000)] = 10,
-        session_id: Annotated[int | None, QueryParameter(name="sessionId", ge=1, le=2**63 - 1)] = None,
+        q: Annotated[str, Parameter(min_length=1, max_length=MAX_KEYWORD_QUERY, description="the words to find")],
+        limit: Annotated[int, Parameter(ge=1, le=MAX_LIMIT)] = 10,
+        session_id: Annotated[int | None, QueryParameter(name="sessionId", ge=1, le=MAX_ID)] = None,
         match: Annotated[
             Literal["all", "any", "fts"],
             Parameter(description="all: every word; any: at least one; fts: raw FTS5 syntax"),

@@ -5,8 +5,7 @@ from litestar import Controller, delete, get, patch, post
 from app.routes.deps import Limit, Offset, PathId, errors
 from app.routes.examples import CreateSessionBody, UpdateSessionBody
 from app.schemas import (
-    EpisodePage, SessionOut, SessionPage, SummaryOut, episode_page, session_out,
-    session_page, summary_out,
+    EpisodePage, SessionOut, SessionPage, SummaryOut, wire,
 )
 from domain.services import EpisodeService, SessionService, SummaryService
 
@@ -21,23 +20,23 @@ class SessionController(Controller):
               'is unique.'
           ), raises=[], status_code=201)
     async def create(self, data: CreateSessionBody, session_service: SessionService) -> SessionOut:
-        return session_out(await session_service.create(data.external_id, data.metadata))
+        return wire(await session_service.create(data.external_id, data.metadata), SessionOut)
 
     @get("/", summary="List sessions, oldest first", responses=errors(400))
     async def list_all(self, session_service: SessionService, limit: Limit = 20, offset: Offset = 0) -> SessionPage:
-        return session_page(await session_service.list(limit, offset))
+        return wire(await session_service.list(limit, offset), SessionPage)
 
     @get("/by-external/{external_id:str}", summary="Get a session by its external id", responses=errors(400, 404))
     async def by_external(self, external_id: str, session_service: SessionService) -> SessionOut:
-        return session_out(await session_service.by_external_id(external_id))
+        return wire(await session_service.by_external_id(external_id), SessionOut)
 
     @get("/{session_id:str}", summary="Get a session", responses=errors(400, 404))
     async def get_one(self, session_id: PathId, session_service: SessionService) -> SessionOut:
-        return session_out(await session_service.get(session_id))
+        return wire(await session_service.get(session_id), SessionOut)
 
     @patch("/{session_id:str}", summary="Replace a session's metadata", responses=errors(400, 404, 413))
     async def update(self, session_id: PathId, data: UpdateSessionBody, session_service: SessionService) -> SessionOut:
-        return session_out(await session_service.update(session_id, data.metadata))
+        return wire(await session_service.update(session_id, data.metadata), SessionOut)
 
     @delete("/{session_id:str}", summary="Delete a session, its episodes, summaries and their vectors",
           responses=errors(400, 404))
@@ -50,8 +49,8 @@ class SessionController(Controller):
     async def episodes_of(
         self, session_id: PathId, episode_service: EpisodeService, limit: Limit = 20, offset: Offset = 0
     ) -> EpisodePage:
-        return episode_page(await episode_service.of_session(session_id, limit, offset))
+        return wire(await episode_service.of_session(session_id, limit, offset), EpisodePage)
 
     @get("/{session_id:str}/summaries", summary="A session's summaries, oldest first", responses=errors(400, 404))
     async def summaries_of(self, session_id: PathId, summary_service: SummaryService) -> list[SummaryOut]:
-        return [summary_out(s) for s in await summary_service.of_session(session_id)]
+        return wire(await summary_service.of_session(session_id), list[SummaryOut])

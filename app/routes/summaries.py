@@ -4,7 +4,7 @@ from litestar import Controller, delete, get, post
 
 from app.routes.deps import PathId, errors
 from app.routes.examples import CreateSummaryBody
-from app.schemas import SummaryOut, summary_out
+from app.schemas import SummaryOut, wire
 from domain.models import NewSummary
 from domain.services import SummaryService
 
@@ -18,11 +18,11 @@ class SummaryController(Controller):
     async def create(self, data: CreateSummaryBody, summary_service: SummaryService) -> SummaryOut:
         new = NewSummary(data.session_id, data.content, data.first_episode_id, data.last_episode_id,
                          data.episode_count, data.token_count, data.metadata)
-        return summary_out(await summary_service.add(new))
+        return wire(await summary_service.add(new), SummaryOut)
 
     @get("/{summary_id:str}", summary="Get a summary", responses=errors(400, 404))
     async def get_one(self, summary_id: PathId, summary_service: SummaryService) -> SummaryOut:
-        return summary_out(await summary_service.get(summary_id))
+        return wire(await summary_service.get(summary_id), SummaryOut)
 
     @delete("/{summary_id:str}", summary="Delete a summary and its vector", responses=errors(400, 404))
     async def remove(self, summary_id: PathId, summary_service: SummaryService) -> None:

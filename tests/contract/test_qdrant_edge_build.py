@@ -66,9 +66,9 @@ async def test_a_build_runs_in_a_child_process_and_yields_an_indexed_shard(tmp_p
     pause = asyncio.Event()
     try:
         build = asyncio.ensure_future(index.build_collection("episodes-g2", DIM, stream(data, pause=pause)))
-        while "episodes-g2" not in index._children:
+        while "episodes-g2" not in index._builds.children:
             await asyncio.sleep(0.01)
-        child = index._children["episodes-g2"]
+        child = index._builds.children["episodes-g2"]
         assert MODULE in cmdline(child.pid)
         pause.set()
         await build
@@ -101,7 +101,7 @@ async def test_the_live_collection_serves_and_takes_writes_while_its_successor_i
         await index.ensure_collection("episodes", DIM)
         await index.upsert("episodes", data)
         build = asyncio.ensure_future(index.build_collection("episodes-g2", DIM, stream(data, pause=pause)))
-        while "episodes-g2" not in index._children:
+        while "episodes-g2" not in index._builds.children:
             await asyncio.sleep(0.01)
         assert len(await index.search("episodes", data[0].vector, 3)) == 3
         await index.upsert("episodes", points(3, seed=9))
@@ -117,9 +117,9 @@ async def test_closing_during_a_build_stops_the_child_and_drop_removes_the_parti
     index = QdrantEdgeIndex(tmp_path / "vectors")
     pause = asyncio.Event()
     build = asyncio.ensure_future(index.build_collection("episodes-g2", DIM, stream(points(300), pause=pause)))
-    while "episodes-g2" not in index._children:
+    while "episodes-g2" not in index._builds.children:
         await asyncio.sleep(0.01)
-    child = index._children["episodes-g2"]
+    child = index._builds.children["episodes-g2"]
     await index.close()
     with pytest.raises((VectorIndexError, asyncio.CancelledError)):
         build.cancel()
@@ -146,9 +146,9 @@ async def forever():
 async def main():
     index = QdrantEdgeIndex(sys.argv[1])
     task = asyncio.ensure_future(index.build_collection("episodes-g2", 16, forever()))
-    while "episodes-g2" not in index._children:
+    while "episodes-g2" not in index._builds.children:
         await asyncio.sleep(0.01)
-    print(index._children["episodes-g2"].pid, flush=True)
+    print(index._builds.children["episodes-g2"].pid, flush=True)
     await task
 
 asyncio.run(main())

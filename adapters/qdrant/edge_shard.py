@@ -1,0 +1,73 @@
+"""Qdrant Edge shards on disk: opening one (clearing a lock left by our own orphaned build
+child, naming the holder of any other), the dimension a shard was made with, the free space of
+its volume, and the translation of a ``VectorFilter`` into the engine's filter."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import qdrant_edge as qe
+
+from adapters.qdrant import locks
+from domain.errors import VectorIndexError
+from domain.vectors import CREATED_AT_FIELD, SESSION_ID_FIELD, VectorFilter, as_utc
+
+# The engine creates one shard directory per collection and persists its config here.
+CONFIG_FILE = "edge_config.json"
+
+
+def edge_filter(filter: VectorFilter | None) -> qe.Filter | None:
+    if filter is None or filter.is_empty:
+        return None
+    must: list[Any] = []
+    if filter.session_id is not None:
+        must.append(qe.FieldCondition(SESSION_ID_FIELD, match=qe.MatchValue(filter.session_id)))
+    if filter.since is not None or filter.until is not None:
+        # Full precision RFC 3339: payload times have milliseconds, bounds may have more.
+        since = as_utc(filter.since).isoformat() if filter.since else None
+        until = as_utc(filter.until).isoformat() if filter.until else None
+        must.append(qe.FieldCondition(CREATED_AT_FIELD, range=qe.RangeDateTime(gte=since, lte=until)))
+    return qe.Filter(must=must)
+
+
+def free_bytes(path: Path) -> int:
+    """Free bytes for an unprivileged writer on the volume holding ``path`` (or its nearest
+    existing parent)."""
+    probe = path
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    stats = os.statvfs(probe)
+    return stats.f_bavail * stats.f_frsize
+
+
+def open_shard(opener: Callable[[], qe.EdgeShard], shard_path: Path, retry: bool = True) -> qe.EdgeShard:
+    try:
+        return opener()
+    except Exception as error:
+        text = str(error)
+        locked = "WouldBlock" in text or "lock" in text.lower()
+        if locked and retry and locks.clear_orphans(shard_path):
+            # The holder was our own orphaned build child: it is gone, and so is its lock.
+            return open_shard(opener, shard_path, retry=False)
+        if locked:
+            holders = ", ".join(locks.describe(p) for p in locks.lock_holders(shard_path)) or "unknown"
+            reason = f"it is locked by another process: {holders}"
+        elif "ermission" in text or "Read-only" in text:
+            reason = "it is not writable"
+        else:
+            reason = "the engine refused it"
+        raise VectorIndexError(
+            f"cannot open the Qdrant Edge shard {shard_path}: {reason} ({text})"
+        ) from error
+
+
+def persisted_size(shard_path: Path) -> int | None:
+    try:
+        config = json.loads((shard_path / CONFIG_FILE).read_text())
+        return int(config["vectors"][""]["size"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
