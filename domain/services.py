@@ -12,7 +12,7 @@ from domain.errors import Invalid, NotFound
 from domain.keywords import MATCH_MODES, MatchMode, plain_query
 from domain.limits import MAX_BATCH, MAX_COUNT, MAX_LIMIT, MAX_METADATA_DEPTH, MAX_NAME, MAX_OFFSET, MAX_TEXT
 from domain.models import (
-    Entity, Episode, EpisodeChanges, KeywordHit, Metadata, NewEntity, NewEpisode, NewRelationship,
+    Entity, Episode, EpisodeChanges, KeywordHit, Metadata, NewEntity, Owner, NewEpisode, NewRelationship,
     NewSummary, Page, Relationship, Session, Summary, Upserted,
 )
 from domain import writes
@@ -67,6 +67,14 @@ def check_metadata(value: Metadata | None, field: str = "metadata") -> Metadata 
     return value
 
 
+def check_owner(owner: Owner) -> Owner:
+    """A user or agent id is a non-empty name (``''`` stands for "nobody" in the entity key)."""
+    for field, value in (("userId", owner.user_id), ("agentId", owner.agent_id)):
+        if value is not None:
+            check_text(value, field, maximum=MAX_NAME)
+    return owner
+
+
 def _found(item, what: str, item_id: int | str):
     if item is None:
         raise NotFound(f"{what} {item_id} does not exist")
@@ -77,10 +85,11 @@ class SessionService:
     def __init__(self, store: Store) -> None:
         self._store = store
 
-    async def create(self, external_id: str, metadata: Metadata) -> Session:
+    async def create(self, external_id: str, metadata: Metadata, owner: Owner = Owner()) -> Session:
         check_metadata(metadata)
         check_text(external_id, "externalId", maximum=MAX_NAME)  # here, not on the writer thread
-        return await self._store.uow.run(lambda tx: writes.create_session(tx, external_id, metadata))
+        check_owner(owner)
+        return await self._store.uow.run(lambda tx: writes.create_session(tx, external_id, metadata, owner))
 
     async def get(self, session_id: int) -> Session:
         return _found(await self._store.sessions.get(session_id), "session", session_id)
@@ -88,8 +97,8 @@ class SessionService:
     async def by_external_id(self, external_id: str) -> Session:
         return _found(await self._store.sessions.by_external_id(external_id), "session", repr(external_id))
 
-    async def list(self, limit: int, offset: int) -> Page[Session]:
-        return await self._store.sessions.list(check_limit(limit), check_offset(offset))
+    async def list(self, limit: int, offset: int, owner: Owner = Owner()) -> Page[Session]:
+        return await self._store.sessions.list(check_limit(limit), check_offset(offset), check_owner(owner))
 
     async def update(self, session_id: int, metadata: Metadata) -> Session:
         check_metadata(metadata)
@@ -171,6 +180,7 @@ class EntityService:
     async def upsert(self, new: NewEntity) -> Upserted[Entity]:
         check_text(new.name, "name", maximum=MAX_NAME)
         check_text(new.type, "type", maximum=MAX_NAME)
+        check_owner(Owner(new.user_id))
         if new.notes is not None:
             check_text(new.notes, "notes", allow_empty=True)
         check_metadata(new.metadata)
@@ -190,6 +200,7 @@ class EntityService:
 
     async def relate(self, new: NewRelationship) -> Upserted[Relationship]:
         check_text(new.label, "label", maximum=MAX_NAME)
+        check_owner(Owner(new.user_id))
         check_metadata(new.metadata)
         return await self._store.uow.run(lambda tx: writes.relate(tx, new))
 

@@ -12,7 +12,7 @@ from app.schemas import (
     EntityOut, EntityPage, RelationshipOut, wire,
 )
 from domain.limits import MAX_NAME
-from domain.models import NewEntity, NewRelationship
+from domain.models import NewEntity, NewRelationship, format_timestamp
 from domain.services import EntityService
 
 Name = Annotated[str, Parameter(min_length=1, max_length=MAX_NAME)]
@@ -22,10 +22,12 @@ class EntityController(Controller):
     path = "/entities"
     tags = ["entities"]
 
-    @post("/", summary="Upsert an entity by (name, type): 201 created, 200 updated",
+    @post("/", summary="Upsert an entity by (userId, name, type): 201 created, 200 updated",
           responses={**errors(400, 413), 200: ResponseSpec(EntityOut, description="An existing entity, updated")})
     async def upsert(self, data: UpsertEntityBody, entity_service: EntityService) -> Response[EntityOut]:
-        result = await entity_service.upsert(NewEntity(data.name, data.type, data.notes, data.metadata))
+        result = await entity_service.upsert(NewEntity(
+            data.name, data.type, data.notes, data.metadata, data.user_id,
+            format_timestamp(data.expires_at) if data.expires_at else None))
         return Response(wire(result.item, EntityOut), status_code=201 if result.created else 200)
 
     @get("/by-type/{entity_type:str}", summary="Entities of one type, by name", responses=errors(400))
@@ -64,7 +66,7 @@ class RelationshipController(Controller):
                      200: ResponseSpec(RelationshipOut, description="An existing relationship, updated")},
           description='Both entities must exist.')
     async def upsert(self, data: UpsertRelationshipBody, entity_service: EntityService) -> Response[RelationshipOut]:
-        result = await entity_service.relate(NewRelationship(data.from_id, data.to_id, data.label, data.metadata))
+        result = await entity_service.relate(NewRelationship(data.from_id, data.to_id, data.label, data.metadata, data.user_id))
         return Response(wire(result.item, RelationshipOut), status_code=201 if result.created else 200)
 
     @delete("/", summary="Delete a relationship named by {fromId, toId, label}",

@@ -20,6 +20,7 @@ def new_episode(data: CreateEpisode) -> NewEpisode:
         session_id=data.session_id, user_message=data.user_message, ai_response=data.ai_response,
         token_count=data.token_count, metadata=data.metadata,
         created_at=format_timestamp(data.created_at) if data.created_at else None,
+        expires_at=format_timestamp(data.expires_at) if data.expires_at else None,
     )
 
 

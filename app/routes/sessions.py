@@ -2,11 +2,17 @@ from __future__ import annotations
 
 from litestar import Controller, delete, get, patch, post
 
+from typing import Annotated
+
+from litestar.params import QueryParameter
+
 from app.routes.deps import Limit, Offset, PathId, errors
 from app.routes.examples import CreateSessionBody, UpdateSessionBody
 from app.schemas import (
     EpisodePage, SessionOut, SessionPage, SummaryOut, wire,
 )
+from domain.limits import MAX_NAME
+from domain.models import Owner
 from domain.services import EpisodeService, SessionService, SummaryService
 
 
@@ -20,14 +26,32 @@ class SessionController(Controller):
               'is unique.'
           ), raises=[], status_code=201)
     async def create(self, data: CreateSessionBody, session_service: SessionService) -> SessionOut:
-        return wire(await session_service.create(data.external_id, data.metadata), SessionOut)
+        owner = Owner(data.user_id, data.agent_id)
+        return wire(await session_service.create(data.external_id, data.metadata, owner), SessionOut)
 
-    @get("/", summary="List sessions, oldest first", responses=errors(400))
-    async def list_all(self, session_service: SessionService, limit: Limit = 20, offset: Offset = 0) -> SessionPage:
-        return wire(await session_service.list(limit, offset), SessionPage)
+    @get("/", summary="List sessions, oldest first", responses=errors(400),
+         description="`userId` and `agentId` keep the sessions of that user / agent (both: of both).")
+    async def list_all(
+        self, session_service: SessionService, limit: Limit = 20, offset: Offset = 0,
+        user_id: Annotated[str | None, QueryParameter(name="userId", min_length=1, max_length=MAX_NAME)] = None,
+        agent_id: Annotated[str | None, QueryParameter(name="agentId", min_length=1, max_length=MAX_NAME)] = None,
+    ) -> SessionPage:
+        return wire(await session_service.list(limit, offset, Owner(user_id, agent_id)), SessionPage)
 
-    @get("/by-external/{external_id:str}", summary="Get a session by its external id", responses=errors(400, 404))
+    # ``path``, not ``str``: an external id may hold "/" (``user%2F42`` arrives decoded as
+    # ``user/42``), and a ``str`` parameter stops at the first slash.
+    @get("/by-external/{external_id:path}", summary="Get a session by its external id", responses=errors(400, 404),
+         description="An external id with `/` inside works too (send it percent-encoded, e.g. `user%2F42`); "
+                     "one that starts or ends with `/` is reached with `GET /sessions/by-external?externalId=`.")
     async def by_external(self, external_id: str, session_service: SessionService) -> SessionOut:
+        return wire(await session_service.by_external_id(external_id.removeprefix("/")), SessionOut)
+
+    @get("/by-external", summary="Get a session by its external id, given as a query parameter",
+         responses=errors(400, 404), description="Reaches any external id, whatever characters it holds.")
+    async def by_external_query(
+        self, session_service: SessionService,
+        external_id: Annotated[str, QueryParameter(name="externalId", min_length=1, max_length=MAX_NAME)],
+    ) -> SessionOut:
         return wire(await session_service.by_external_id(external_id), SessionOut)
 
     @get("/{session_id:str}", summary="Get a session", responses=errors(400, 404))
