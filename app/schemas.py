@@ -133,6 +133,12 @@ class CreateSummary(Body):
 SourceName = Literal["episodes", "entities", "summaries"]
 
 
+class SearchFilter(Body):
+    """``{"metadata": {key: value | {"in": [...]} | {"gte": x, "lte": y, "gt": .., "lt": ..} |
+    {"exists": bool}}}``: every key must hold (``domain.filters``)."""
+    metadata: dict[str, Any] | None = None
+
+
 class SearchRequest(Body):
     query: Query
     limit: Annotated[int, msgspec.Meta(ge=1, le=limits.MAX_SEARCH_LIMIT)] = 10
@@ -141,18 +147,24 @@ class SearchRequest(Body):
     ranker: RankerName | None = None
     since: Timestamp | None = None
     until: Timestamp | None = None
+    user_id: Name | None = None
+    agent_id: Name | None = None
+    filter: SearchFilter | None = None
+    min_score: float | None = None
 
     def __post_init__(self) -> None:
         self.since, self.until = _utc(self.since, "since"), _utc(self.until, "until")
 
 
-class ContextRequest(Body):
+class ContextRequest(Body, kw_only=True):
     query: Query
-    session_id: Id
+    session_id: Id | None = None
     token_budget: Annotated[int, msgspec.Meta(ge=1, le=limits.MAX_TOKEN_BUDGET)]
     recent_episodes: Annotated[int, msgspec.Meta(ge=0, le=limits.MAX_RECENT_EPISODES)] = 5
     relevant_limit: Annotated[int, msgspec.Meta(ge=1, le=limits.MAX_RELEVANT)] = 10
     ranker: RankerName | None = None
+    user_id: Name | None = None
+    agent_id: Name | None = None
 
 
 # -- responses ------------------------------------------------------------------------------------
@@ -289,7 +301,7 @@ class OmittedOut(Camel):
 
 
 class ContextOut(Camel):
-    session_id: int
+    session_id: int | None
     query: str
     token_budget: int
     tokens_used: int

@@ -1,0 +1,116 @@
+"""Issue 14: owners (userId/agentId) on sessions, entities and relationships; scoped /search and
+/context; metadata filters and minScore in /search."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.api.test_errors import assert_error
+
+
+def a_session(client, external_id: str, **owner) -> int:
+    response = client.post("/sessions", json={"externalId": external_id, **owner})
+    assert response.status_code == 201, response.text
+    return response.json()["id"]
+
+
+def an_episode(client, session_id: int, text: str, **extra) -> int:
+    response = client.post("/episodes", json={"sessionId": session_id, "userMessage": text, "aiResponse": "ok",
+                                              **extra})
+    assert response.status_code == 201, response.text
+    return response.json()["id"]
+
+
+def search(client, **body) -> dict:
+    response = client.post("/search", json={"query": "penguins", **body})
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def hit_ids(body: dict) -> list[int]:
+    return sorted(h["id"] for h in body["hits"])
+
+
+@pytest.fixture
+def people(client) -> dict:
+    alice1 = a_session(client, "a1", userId="alice", agentId="tutor")
+    alice2 = a_session(client, "a2", userId="alice", agentId="coach")
+    bob = a_session(client, "b1", userId="bob", agentId="tutor")
+    nobody = a_session(client, "n1")
+    return {
+        "alice1": an_episode(client, alice1, "penguins swim", metadata={"topic": "birds", "n": 1}),
+        "alice2": an_episode(client, alice2, "penguins waddle", metadata={"topic": "fish", "n": 2.0}),
+        "bob": an_episode(client, bob, "penguins dive", metadata={"topic": "birds"}),
+        "nobody": an_episode(client, nobody, "penguins sleep"),
+        "sessions": {"alice1": alice1, "alice2": alice2, "bob": bob, "nobody": nobody},
+    }
+
+
+def test_a_users_search_spans_all_of_their_sessions_and_nobody_elses(client, people):
+    assert hit_ids(search(client, userId="alice")) == sorted([people["alice1"], people["alice2"]])
+    assert hit_ids(search(client, agentId="tutor")) == sorted([people["alice1"], people["bob"]])
+    assert hit_ids(search(client, userId="alice", agentId="coach")) == [people["alice2"]]
+    assert len(search(client)["hits"]) == 4  # no owner: everything, as before
+
+
+def test_a_session_and_an_owner_must_agree(client, people):
+    sessions = people["sessions"]
+    assert hit_ids(search(client, userId="alice", sessionId=sessions["alice1"])) == [people["alice1"]]
+    assert_error(client.post("/search", json={"query": "x", "userId": "bob", "sessionId": sessions["alice1"]}),
+                 400, "userId")
+    assert_error(client.post("/search", json={"query": "x", "agentId": "coach", "sessionId": sessions["alice1"]}),
+                 400, "agentId")
+
+
+def test_the_metadata_filter_applies_to_search(client, people):
+    assert hit_ids(search(client, filter={"metadata": {"topic": "birds"}})) == sorted([people["alice1"], people["bob"]])
+    assert hit_ids(search(client, filter={"metadata": {"n": 2}})) == [people["alice2"]]  # 2 equals 2.0
+    assert hit_ids(search(client, filter={"metadata": {"n": {"exists": False}}})) == sorted(
+        [people["bob"], people["nobody"]])
+    assert hit_ids(search(client, userId="alice", filter={"metadata": {"topic": {"in": ["fish", "x"]}}})) == [
+        people["alice2"]]
+
+
+@pytest.mark.parametrize(("flt", "field"), [
+    ({"metadata": {"n": {"between": 1}}}, "filter.metadata.n"),
+    ({"metadata": {"n": [1]}}, "filter.metadata.n"),
+    ({"metadata": "x"}, "filter.metadata"),
+    ({"other": {}}, "filter.other"),
+])
+def test_a_bad_filter_is_a_400_naming_it(client, flt, field):
+    body = assert_error(client.post("/search", json={"query": "x", "filter": flt}), 400)
+    assert body["field"] is not None and body["field"].startswith(field.split(".")[0])
+
+
+def test_min_score_drops_weaker_hits(client, people):
+    everything = search(client)["hits"]
+    scores = sorted(h["score"] for h in everything)
+    kept = search(client, minScore=scores[-1])["hits"]
+    assert kept and all(h["score"] >= scores[-1] for h in kept)
+    assert search(client, minScore=scores[-1] + 1)["hits"] == []
+
+
+def test_context_for_a_user_spans_their_sessions(client, people):
+    response = client.post("/context", json={"query": "penguins", "userId": "alice", "tokenBudget": 2000})
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert body["sessionId"] is None and body["recentEpisodes"] == []
+    assert sorted(e["episode"]["id"] for e in body["relevantEpisodes"]) == sorted(
+        [people["alice1"], people["alice2"]])
+    assert_error(client.post("/context", json={"query": "x", "tokenBudget": 10}), 400, "sessionId")
+
+
+def test_entities_are_unique_per_user_and_no_user_keeps_the_global_rule(client):
+    def upsert(**body):
+        return client.post("/entities", json={"name": "Ada", "type": "person", **body})
+
+    global_one, alices, bobs = upsert(), upsert(userId="alice"), upsert(userId="bob")
+    assert [r.status_code for r in (global_one, alices, bobs)] == [201, 201, 201]
+    assert "userId" not in global_one.json() and alices.json()["userId"] == "alice"
+    again = upsert(userId="alice", notes="updated")
+    assert again.status_code == 200 and again.json()["id"] == alices.json()["id"]
+    assert upsert(notes="global again").json()["id"] == global_one.json()["id"]
+    related = client.post("/relationships", json={"fromId": alices.json()["id"], "toId": bobs.json()["id"],
+                                                  "label": "knows", "userId": "alice"})
+    assert related.status_code == 201 and related.json()["userId"] == "alice"
+    assert_error(upsert(userId=""), 400, "userId")
