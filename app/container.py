@@ -40,7 +40,7 @@ from domain.index_manager import IndexManager
 from domain.indexing import IndexingService
 from domain.ranking import RankerConfig
 from domain.retrieval import SearchService
-from domain.services import EntityService, EpisodeService, SessionService, SummaryService
+from domain.services import EntityService, EpisodeService, SessionService, SummaryService, UserService
 
 log = logging.getLogger("nexusai.app")
 
@@ -218,6 +218,7 @@ class Container(containers.DeclarativeContainer):
     episodes = providers.Singleton(EpisodeService, store)
     entities = providers.Singleton(EntityService, store)
     summaries = providers.Singleton(SummaryService, store)
+    users = providers.Singleton(UserService, store)
     indexing = providers.Singleton(IndexingService, store, index_manager, embedder,
                                    max_attempts=providers.Callable(_setting("embedding_max_attempts"), settings))
     # The app's metrics: SearchService gets their leg observer when it is built (a hook wired

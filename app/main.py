@@ -27,6 +27,7 @@ from app.routes.episodes import EpisodeController
 from app.routes.retrieval import RetrievalController
 from app.routes.sessions import SessionController
 from app.routes.summaries import SummaryController
+from app.routes.users import UserController
 from app.startup import report_embedder, report_store_and_index
 from domain.errors import EmbeddingError, Invalid
 
@@ -107,7 +108,7 @@ def create_app(settings: Settings, container: Container | None = None) -> Litest
     app = Litestar(
         route_handlers=[
             *HEALTH_ROUTES, SessionController, EpisodeController, EntityController, RelationshipController,
-            SummaryController, RetrievalController, metrics, docs_asset, mcp_endpoint,
+            SummaryController, UserController, RetrievalController, metrics, docs_asset, mcp_endpoint,
         ],
         dependencies=dependencies(container),
         guards=[ids_are_digits],

@@ -315,6 +315,15 @@ class ContextOut(Camel):
     warnings: list[str]
 
 
+class ForgottenOut(Camel):
+    """How many records of each kind ``DELETE /users/:userId`` removed."""
+    sessions: int
+    episodes: int
+    summaries: int
+    entities: int
+    relationships: int
+
+
 class RankerOut(Camel):
     name: str
     description: str

@@ -235,3 +235,17 @@ class SummaryService:
 
     async def delete(self, summary_id: int) -> None:
         _found(await self._store.uow.run(lambda tx: writes.delete_summary(tx, summary_id)) or None, "summary", summary_id)
+
+
+class UserService:
+    """What a user owns, as a whole: forgetting them."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+
+    async def forget(self, user_id: str) -> dict[str, int]:
+        """Delete everything ``user_id`` owns in one unit of work and answer the counts per kind.
+        An unknown user answers zeros (like mem0's ``delete_all``): forgetting is idempotent, so a
+        retried request after a lost answer succeeds instead of reading as an error."""
+        check_owner(Owner(user_id))
+        return await self._store.uow.run(lambda tx: writes.forget_user(tx, user_id))

@@ -57,3 +57,9 @@ class EntityWrites(Protocol):
         ...
 
     def unrelate(self, from_id: int, to_id: int, label: str) -> bool: ...
+
+    def delete_owned(self, user_id: str) -> tuple[list[int], int]:
+        """Delete every entity of ``user_id`` (with every relationship from or to one) and every
+        relationship of ``user_id``; returns (the entity ids, relationships deleted). Global
+        entities stay. Enqueues nothing."""
+        ...
