@@ -94,6 +94,7 @@ def create_app(settings: Settings, container: Container | None = None) -> Litest
             embedder_report = asyncio.create_task(report_embedder(container), name="embedder start-up report")
             await container.worker_running()  # started unless EMBEDDING_WORKER=false
             await container.health_running()
+            await container.expiry_running()  # purges expired records every EXPIRY_SWEEP_SECONDS
             async with mcp_sessions.run():
                 yield
         finally:

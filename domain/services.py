@@ -13,8 +13,9 @@ from domain.keywords import MATCH_MODES, MatchMode, plain_query
 from domain.limits import MAX_BATCH, MAX_COUNT, MAX_LIMIT, MAX_METADATA_DEPTH, MAX_NAME, MAX_OFFSET, MAX_TEXT
 from domain.models import (
     Entity, Episode, EpisodeChanges, KeywordHit, Metadata, NewEntity, Owner, NewEpisode, NewRelationship,
-    NewSummary, Page, Relationship, Session, Summary, Upserted,
+    NewSummary, Page, Relationship, Session, Summary, Upserted, utc_now,
 )
+from domain.record_kinds import NAMES
 from domain import writes
 from ports.entities import Direction
 from ports.store import Store
@@ -249,3 +250,23 @@ class UserService:
         retried request after a lost answer succeeds instead of reading as an error."""
         check_owner(Owner(user_id))
         return await self._store.uow.run(lambda tx: writes.forget_user(tx, user_id))
+
+
+class ExpiryService:
+    """Purges expired episodes, entities and summaries (reads already hide them)."""
+
+    BATCH = 500  # records per kind per unit of work: a long purge never holds the writer for long
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+
+    async def purge(self, now: str | None = None) -> dict[str, int]:
+        """Delete every record expired by ``now`` (default: the present), batch by batch; answers
+        how many of each kind went."""
+        moment, total = now or utc_now(), dict.fromkeys(NAMES, 0)
+        while True:
+            purged = await self._store.uow.run(lambda tx: writes.purge_expired(tx, moment, self.BATCH))
+            for kind, n in purged.items():
+                total[kind] += n
+            if max(purged.values()) < self.BATCH:
+                return total

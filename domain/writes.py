@@ -98,6 +98,18 @@ def forget_user(tx: Transaction, user_id: str) -> dict[str, int]:
             "entities": len(entities), "relationships": relationships}
 
 
+def purge_expired(tx: Transaction, now: str, limit: int) -> dict[str, int]:
+    """Delete up to ``limit`` expired records of each kind (rows, keyword rows and stored embeddings
+    go together) and queue their vector deletes; answers how many per kind."""
+    purged: dict[str, int] = {}
+    for kind in KINDS.values():
+        ids = getattr(tx, kind.room).delete_expired(now, limit)
+        if ids:
+            tx.outbox.enqueue(kind.name, "delete", ids)
+        purged[kind.name] = len(ids)
+    return purged
+
+
 def reindex(tx: Transaction, collection: Source) -> int:
     """Queue an upsert job for every record of ``collection``; returns how many."""
     return tx.outbox.enqueue_every(collection)

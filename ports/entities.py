@@ -63,3 +63,9 @@ class EntityWrites(Protocol):
         relationship of ``user_id``; returns (the entity ids, relationships deleted). Global
         entities stay. Enqueues nothing."""
         ...
+
+    def delete_expired(self, now: str, limit: int) -> list[int]:
+        """Delete up to ``limit`` records whose ``expires_at`` is at or before ``now`` (store format),
+        oldest expiry first, with their keyword rows and stored embeddings; returns their ids.
+        Enqueues nothing."""
+        ...

@@ -105,3 +105,11 @@ class EntityTx:
                 del self._s.relationships[rel_id]
                 return True
         return False
+
+    def delete_expired(self, now: str, limit: int) -> list[int]:
+        table = self._s.entities
+        doomed = sorted((r for r in table.values() if r.expires_at is not None and r.expires_at <= now),
+                        key=lambda r: (r.expires_at, r.id))[:limit]
+        for record in doomed:
+            self.delete(record.id)
+        return [r.id for r in doomed]

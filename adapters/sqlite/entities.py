@@ -122,3 +122,8 @@ class EntityTx(Writes):
         return self._conn.execute(
             "DELETE FROM relationships WHERE from_id = ? AND to_id = ? AND label = ?", (from_id, to_id, label)
         ).rowcount > 0
+
+    def delete_expired(self, now: str, limit: int) -> list[int]:
+        return [r[0] for r in self._conn.execute(
+            "DELETE FROM entities WHERE id IN (SELECT id FROM entities WHERE expires_at IS NOT NULL AND expires_at <= ?"
+            " ORDER BY expires_at, id LIMIT ?) RETURNING id", (now, limit))]

@@ -63,3 +63,24 @@ async def test_expired_records_are_never_read(store: Store) -> None:
     assert await store.entities.get(ent.id) is None and await store.entities.find_by_name("Ada", 5) == []
     revived = await store.uow.run(lambda tx: writes.upsert_entity(tx, NewEntity("Ada", "p")))
     assert revived.item.id == ent.id and await store.entities.get(ent.id) is not None  # an upsert renews it
+
+
+async def test_purging_deletes_only_expired_records_and_queues_their_vector_deletes(store: Store) -> None:
+    from domain.services import ExpiryService
+
+    past = format_timestamp(datetime.now(UTC) - timedelta(minutes=1))
+    future = format_timestamp(datetime.now(UTC) + timedelta(days=1))
+    s = await store.uow.run(lambda tx: writes.create_session(tx, "a", {}))
+    await store.uow.run(lambda tx: writes.add_episodes(tx, [
+        NewEpisode(s.id, "penguins old", "x", expires_at=past), NewEpisode(s.id, "penguins new", "y", expires_at=future),
+        NewEpisode(s.id, "penguins forever", "z")]))
+    await store.uow.run(lambda tx: writes.add_summary(tx, NewSummary(s.id, "sum", expires_at=past)))
+    await store.uow.run(lambda tx: writes.upsert_entity(tx, NewEntity("Ada", "p", expires_at=past)))
+    before = (await store.outbox.backlog()).pending
+    service = ExpiryService(store)
+    service.BATCH = 1  # several units of work, each small
+    assert await service.purge() == {"episodes": 1, "entities": 1, "summaries": 1}
+    assert (await store.outbox.backlog()).pending == before + 3
+    assert (await store.operations.counts())["episodes"] == 2
+    assert await service.purge() == {"episodes": 0, "entities": 0, "summaries": 0}
+    assert await service.purge(future) == {"episodes": 1, "entities": 0, "summaries": 0}
