@@ -27,6 +27,7 @@ class NewEpisode(Wire, omit_defaults=True):
     token_count: int | None = None
     metadata: Meta = {}
     created_at: datetime | None = None
+    expires_at: datetime | None = None
 
 
 class Session(Wire):
@@ -35,6 +36,8 @@ class Session(Wire):
     metadata: Meta
     created_at: str
     updated_at: str
+    user_id: str | None = None
+    agent_id: str | None = None
 
 
 class Episode(Wire):
@@ -45,6 +48,7 @@ class Episode(Wire):
     token_count: int | None
     metadata: Meta
     created_at: str
+    expires_at: str | None = None
 
 
 class Entity(Wire):
@@ -55,6 +59,8 @@ class Entity(Wire):
     metadata: Meta
     created_at: str
     updated_at: str
+    user_id: str | None = None
+    expires_at: str | None = None
 
 
 class Relationship(Wire):
@@ -64,6 +70,7 @@ class Relationship(Wire):
     label: str
     metadata: Meta
     created_at: str
+    user_id: str | None = None
 
 
 class Summary(Wire):
@@ -76,6 +83,17 @@ class Summary(Wire):
     token_count: int | None
     metadata: Meta
     created_at: str
+    expires_at: str | None = None
+
+
+class Forgotten(Wire):
+    """What ``forget_user`` removed, per kind."""
+
+    sessions: int
+    episodes: int
+    summaries: int
+    entities: int
+    relationships: int
 
 
 class SessionPage(Wire):
@@ -150,7 +168,7 @@ class Omitted(Wire):
 
 
 class ContextPackage(Wire):
-    session_id: int
+    session_id: int | None
     query: str
     token_budget: int
     tokens_used: int
