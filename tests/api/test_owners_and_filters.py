@@ -140,3 +140,27 @@ def test_forgetting_a_user_removes_everything_they_own_and_answers_the_counts(cl
 def test_forgetting_a_user_with_a_slash_in_the_id(client):
     a_session(client, "s", userId="org/alice")
     assert client.delete("/users/org%2Falice").json()["sessions"] == 1
+
+
+def test_expired_records_are_never_returned_over_rest(client, session_id):
+    past, future = "2000-01-01T00:00:00Z", "2999-01-01T00:00:00+02:00"
+    gone = an_episode(client, session_id, "penguins gone", expiresAt=past)
+    kept = client.post("/episodes", json={"sessionId": session_id, "userMessage": "penguins kept", "aiResponse": "ok",
+                                          "expiresAt": future}).json()
+    assert kept["expiresAt"] == "2998-12-31T22:00:00.000Z"  # stored in UTC, like createdAt
+    assert client.get(f"/episodes/{gone}").status_code == 404
+    assert [e["id"] for e in client.get(f"/sessions/{session_id}/episodes").json()["items"]] == [kept["id"]]
+    assert hit_ids(search(client)) == [kept["id"]]
+    summary = client.post("/summaries", json={"sessionId": session_id, "content": "s", "expiresAt": past}).json()
+    assert client.get(f"/summaries/{summary['id']}").status_code == 404
+    entity = client.post("/entities", json={"name": "Old", "type": "t", "expiresAt": past}).json()
+    assert client.get(f"/entities/{entity['id']}").status_code == 404
+    assert client.get(f"/episodes/{kept['id']}").json()["expiresAt"] == kept["expiresAt"]
+    never = an_episode(client, session_id, "no expiry")
+    assert "expiresAt" not in client.get(f"/episodes/{never}").json()  # the seed's body, unchanged
+
+
+@pytest.mark.parametrize("value", ["tomorrow", 0, "2025-13-01T00:00:00Z"])
+def test_a_bad_expires_at_is_a_400_naming_it(client, session_id, value):
+    assert_error(client.post("/episodes", json={"sessionId": session_id, "userMessage": "x", "aiResponse": "y",
+                                                "expiresAt": value}), 400, "expiresAt")
