@@ -84,3 +84,18 @@ async def test_purging_deletes_only_expired_records_and_queues_their_vector_dele
     assert (await store.operations.counts())["episodes"] == 2
     assert await service.purge() == {"episodes": 0, "entities": 0, "summaries": 0}
     assert await service.purge(future) == {"episodes": 1, "entities": 0, "summaries": 0}
+
+
+async def test_an_entity_is_unique_per_owner_and_no_owner_is_the_global_one(store: Store) -> None:
+    def upsert(user, notes=None):
+        return store.uow.run(lambda tx: writes.upsert_entity(tx, NewEntity("Ada", "person", notes, user_id=user)))
+
+    made = [await upsert(u) for u in (None, "u1", "u2")]
+    assert all(m.created for m in made) and len({m.item.id for m in made}) == 3
+    assert [m.item.user_id for m in made] == [None, "u1", "u2"]
+    again = await upsert("u1", "updated")
+    assert not again.created and again.item.id == made[1].item.id and again.item.notes == "updated"
+    assert (await upsert(None, "global")).item.id == made[0].item.id
+    texts = ["Ada was here"]
+    assert {e.id for e in await store.entities.mentioned_in(texts, 10, "u1")} == {made[0].item.id, made[1].item.id}
+    assert len(await store.entities.mentioned_in(texts, 10)) == 3
