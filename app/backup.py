@@ -90,6 +90,8 @@ class RelationshipRow(_Row, kw_only=True):
     from_id: Id
     to_id: Id
     label: Name
+    valid_from: Stamp | None = None
+    valid_to: Stamp | None = None
 
 
 class SummaryRow(_Row, kw_only=True):
@@ -103,7 +105,7 @@ class SummaryRow(_Row, kw_only=True):
 
 ROW_TYPES: dict[str, type[_Row]] = {"sessions": SessionRow, "episodes": EpisodeRow, "entities": EntityRow,
                                     "relationships": RelationshipRow, "summaries": SummaryRow}
-_STAMPS = ("created_at", "updated_at")
+_STAMPS = ("created_at", "updated_at", "valid_from", "valid_to")
 # The services' text rules per column (wire name, longest, may be empty): no NUL, names not blank.
 _TEXTS = {"external_id": ("externalId", MAX_NAME, False), "name": ("name", MAX_NAME, False),
           "type": ("type", MAX_NAME, False), "label": ("label", MAX_NAME, False),
@@ -149,7 +151,7 @@ def validated_row(table: str, row: dict[str, Any], number: int) -> dict[str, Any
         raise BackupError(f"line {number}: {table} row {values['id']}: {exc.message}") from None
     values["metadata"] = json.dumps(metadata, ensure_ascii=False, separators=(",", ":"))
     for name in _STAMPS:
-        if name in values:
+        if values.get(name) is not None:
             try:
                 values[name] = format_timestamp(parse_timestamp(values[name]))
             except ValueError as exc:

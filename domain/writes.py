@@ -3,39 +3,89 @@
 The rule "a change to embedded text enqueues its vector job in the same transaction" lives here
 and nowhere else; adapters only insert, update and delete rows (``ports.unit_of_work``). Every
 function is synchronous and runs inside ``UnitOfWork.run``.
+
+So do the cross-cutting appends (``domain.changes``): every create/update/delete appends an event
+to the change feed (``_event``), every update/delete of an episode, entity, relationship or summary
+appends a version to its history (``_versioned``) — in the same transaction as the change. A new
+write function (a PATCH, a bulk delete) calls these two helpers the same way.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from typing import Any
+
+from domain import changes
+from domain.errors import Invalid
 from domain.models import (
     Entity, Episode, EpisodeChanges, Metadata, NewEntity, NewEpisode, NewRelationship, NewSummary,
-    Relationship, Session, Summary, Upserted,
+    Relationship, Session, Summary, Upserted, utc_now,
 )
 from domain.record_kinds import ENTITIES, EPISODES, IN_SESSIONS, KINDS, SUMMARIES, RecordKind, Source
 from ports.unit_of_work import Transaction
 
+RELATIONSHIPS = "relationships"  # not a record kind (not embedded), but it has history and events
+
+
+def _event(tx: Transaction, kind: str, record: Any, op: changes.EventOp, at: str | None = None) -> None:
+    session_id = record.id if kind == "sessions" else getattr(record, "session_id", None)
+    tx.events.append(kind, record.id, op, at or utc_now(), session_id, changes.owner_of(record))
+
+
+def _versioned(tx: Transaction, kind: str, before: Any, after: Any | None) -> None:
+    """Append the version (and the event) of one update (``after`` given) or delete (``after`` None)."""
+    old, new = changes.image(before), None if after is None else changes.image(after)
+    changed = changes.changed_fields(old, new)
+    op: changes.HistoryOp = "deleted" if after is None else "updated"
+    at = utc_now()
+    tx.history.append(kind, before.id, op, at, changes.actor.get(), old, new, changed,
+                      getattr(before, "session_id", None), changes.owner_of(before))
+    _event(tx, kind, before, op, at)
+
+
+def forget_history_of_user(tx: Transaction, user_id: str) -> int:
+    """Forgetting a user forgets the history of every record they owned (call it in the unit that
+    deletes the user's records); returns how many versions went."""
+    return tx.history.forget_user(user_id)
+
+
+def forget_history(tx: Transaction, kind: str, record_ids: Sequence[int]) -> int:
+    """Forget the history of named records (e.g. a user's records, by id); returns how many versions."""
+    return tx.history.forget_records(kind, record_ids)
+
 
 def create_session(tx: Transaction, external_id: str, metadata: Metadata) -> Session:
-    return tx.sessions.create(external_id, metadata)
+    session = tx.sessions.create(external_id, metadata)
+    _event(tx, "sessions", session, "created")
+    return session
 
 
 def update_session(tx: Transaction, session_id: int, metadata: Metadata) -> Session | None:
-    return tx.sessions.update(session_id, metadata)
+    session = tx.sessions.update(session_id, metadata)
+    if session is not None:
+        _event(tx, "sessions", session, "updated")
+    return session
 
 
 def delete_session(tx: Transaction, session_id: int) -> bool:
+    """A session's episodes and summaries go with it, and so does their history (forgetting a
+    conversation forgets how its records changed); the feed says ``sessions deleted`` once."""
     if not tx.sessions.delete(session_id):
         return False
     for kind in IN_SESSIONS:  # its records went with it: so do their points
         tx.outbox.enqueue(kind.name, "delete_session", [session_id])
+    tx.history.forget_session(session_id)
+    tx.events.append("sessions", session_id, "deleted", utc_now(), session_id, None)
     return True
 
 
 def add_episodes(tx: Transaction, new: Sequence[NewEpisode]) -> list[Episode]:
     episodes = tx.episodes.insert(new)
     tx.outbox.enqueue(EPISODES.name, "upsert", [e.id for e in episodes])
+    at = utc_now()
+    for episode in episodes:
+        _event(tx, EPISODES.name, episode, "created", at)
     return episodes
 
 
@@ -46,39 +96,95 @@ def update_episode(tx: Transaction, episode_id: int, changes: EpisodeChanges) ->
     before, after = changed
     if EPISODES.text(before) != EPISODES.text(after):
         tx.outbox.enqueue(EPISODES.name, "upsert", [episode_id])
+    _versioned(tx, EPISODES.name, before, after)
     return after
 
 
 def delete_episode(tx: Transaction, episode_id: int) -> bool:
-    return _deleted(tx, EPISODES, tx.episodes.delete(episode_id), episode_id)
+    before = tx.episodes.get(episode_id)
+    return _deleted(tx, EPISODES, before, tx.episodes.delete(episode_id))
 
 
 def upsert_entity(tx: Transaction, new: NewEntity) -> Upserted[Entity]:
     upserted = tx.entities.upsert(new)
     tx.outbox.enqueue(ENTITIES.name, "upsert", [upserted.item.id])
+    if upserted.before is None:
+        _event(tx, ENTITIES.name, upserted.item, "created")
+    else:
+        _versioned(tx, ENTITIES.name, upserted.before, upserted.item)
     return upserted
 
 
 def delete_entity(tx: Transaction, entity_id: int) -> bool:
-    return _deleted(tx, ENTITIES, tx.entities.delete(entity_id), entity_id)
+    before, edges = tx.entities.get(entity_id), tx.entities.edges_of(entity_id)
+    deleted = _deleted(tx, ENTITIES, before, tx.entities.delete(entity_id))
+    if deleted:
+        for edge in edges:  # its relationships went with it
+            _versioned(tx, RELATIONSHIPS, edge, None)
+    return deleted
 
 
 def relate(tx: Transaction, new: NewRelationship) -> Upserted[Relationship]:
-    return tx.entities.relate(new)
+    """Upsert the open edge of (from, to, label). A closed edge (``valid_to`` given) with no open
+    one updates the closed edge that began at the same ``valid_from``, if any, else adds one.
+    ``supersedes`` first closes the other open edges of (from, label) where the new one begins."""
+    if new.valid_from is not None and new.valid_to is not None and new.valid_to <= new.valid_from:
+        raise Invalid("validTo must be later than validFrom", field="validTo")
+    same = tx.entities.edges(new.from_id, new.label, new.to_id)
+    target = next((e for e in same if e.valid_to is None), None)
+    if target is None and new.valid_to is not None:
+        target = next((e for e in same if e.valid_from == new.valid_from), None)
+    if new.supersedes:
+        begins = new.valid_from or utc_now()
+        for old in tx.entities.edges(new.from_id, new.label):
+            if old.valid_to is None and old.to_id != new.to_id:
+                end = max(begins, old.valid_from) if old.valid_from else begins
+                _versioned(tx, RELATIONSHIPS, old, tx.entities.set_edge(old.id, old.metadata, old.valid_from, end))
+    if target is not None and target.valid_to is not None:  # a closed edge, named by its validity
+        upserted = Upserted(tx.entities.set_edge(target.id, new.metadata, target.valid_from, new.valid_to), False,
+                            target)
+    else:
+        upserted = tx.entities.relate(new)
+    after = upserted.item
+    if after.valid_from is not None and after.valid_to is not None and after.valid_to <= after.valid_from:
+        raise Invalid("validTo must be later than validFrom", field="validTo")
+    if upserted.before is None:
+        _event(tx, RELATIONSHIPS, after, "created")
+    else:
+        _versioned(tx, RELATIONSHIPS, upserted.before, after)
+    return upserted
 
 
 def unrelate(tx: Transaction, from_id: int, to_id: int, label: str) -> bool:
-    return tx.entities.unrelate(from_id, to_id, label)
+    """Delete the edges of (from, to, label), open and closed; each gets its ``deleted`` version."""
+    edges = tx.entities.edges(from_id, label, to_id)
+    if not tx.entities.unrelate(from_id, to_id, label):
+        return False
+    for edge in edges:
+        _versioned(tx, RELATIONSHIPS, edge, None)
+    return True
 
 
 def add_summary(tx: Transaction, new: NewSummary) -> Summary:
     summary = tx.summaries.insert(new)
     tx.outbox.enqueue(SUMMARIES.name, "upsert", [summary.id])
+    _event(tx, SUMMARIES.name, summary, "created")
     return summary
 
 
 def delete_summary(tx: Transaction, summary_id: int) -> bool:
-    return _deleted(tx, SUMMARIES, tx.summaries.delete(summary_id), summary_id)
+    before = tx.summaries.get(summary_id)
+    return _deleted(tx, SUMMARIES, before, tx.summaries.delete(summary_id))
+
+
+def jobs_completed(tx: Transaction, jobs: Sequence[Any]) -> None:
+    """The worker finished ``jobs`` (outbox jobs): they go, and each upsert means its record is
+    now embedded (an ``embedded`` event; its session is not looked up, so ``session_id`` is None)."""
+    tx.outbox.complete([job.id for job in jobs])
+    at = utc_now()
+    for job in jobs:
+        if job.op == "upsert":
+            tx.events.append(job.collection, job.ref_id, "embedded", at, None, None)
 
 
 def reindex(tx: Transaction, collection: Source) -> int:
@@ -86,9 +192,10 @@ def reindex(tx: Transaction, collection: Source) -> int:
     return tx.outbox.enqueue_every(collection)
 
 
-def _deleted(tx: Transaction, kind: RecordKind, deleted: bool, record_id: int) -> bool:
+def _deleted(tx: Transaction, kind: RecordKind, before: Any, deleted: bool) -> bool:
     if deleted:
-        tx.outbox.enqueue(kind.name, "delete", [record_id])
+        tx.outbox.enqueue(kind.name, "delete", [before.id])
+        _versioned(tx, kind.name, before, None)
     return deleted
 
 

@@ -44,10 +44,15 @@ class SqliteEntities(Reads):
         words = [e for e in found if re.search(rf"(?<!\w){re.escape(e.name.casefold())}(?!\w)", haystack)]
         return words[:limit]
 
-    async def relationships_of(self, entity_id: int, direction: Direction) -> list[Relationship]:
-        params = (entity_id, entity_id) if direction == "both" else (entity_id,)
+    async def relationships_of(self, entity_id: int, direction: Direction,
+                               as_of: str | None = None) -> list[Relationship]:
+        params: tuple = (entity_id, entity_id) if direction == "both" else (entity_id,)
+        valid = ""
+        if as_of is not None:
+            valid = " AND (valid_from IS NULL OR valid_from <= ?) AND (valid_to IS NULL OR valid_to > ?)"
+            params += (as_of, as_of)
         return await self._all(
-            f"SELECT * FROM relationships WHERE {_EDGES[direction]} ORDER BY created_at, id", params,
+            f"SELECT * FROM relationships WHERE {_EDGES[direction]}{valid} ORDER BY created_at, id", params,
             rows.relationship_of,
         )
 
@@ -55,9 +60,14 @@ class SqliteEntities(Reads):
 class EntityTx(Writes):
     __slots__ = ()
 
+    def get(self, entity_id: int) -> Entity | None:
+        row = self._conn.execute("SELECT * FROM entities WHERE id = ?", (entity_id,)).fetchone()
+        return rows.entity_of(row) if row else None
+
     def upsert(self, entity: NewEntity) -> Upserted[Entity]:
         conn, now = self._conn, utc_now()
-        row = conn.execute("SELECT id FROM entities WHERE name = ? AND type = ?", (entity.name, entity.type)).fetchone()
+        row = conn.execute("SELECT * FROM entities WHERE name = ? AND type = ?", (entity.name, entity.type)).fetchone()
+        before = None
         if row is None:
             cur = conn.execute(
                 "INSERT INTO entities(name, type, notes, metadata, created_at, updated_at) VALUES (?,?,?,?,?,?)",
@@ -65,13 +75,13 @@ class EntityTx(Writes):
             )
             entity_id, created = cur.lastrowid, True
         else:
-            entity_id, created = row["id"], False
+            entity_id, created, before = row["id"], False, rows.entity_of(row)
             conn.execute(
                 "UPDATE entities SET notes = ?, metadata = ?, updated_at = ? WHERE id = ?",
                 (entity.notes, rows.dump_metadata(entity.metadata), now, entity_id),
             )
         stored = conn.execute("SELECT * FROM entities WHERE id = ?", (entity_id,)).fetchone()
-        return Upserted(rows.entity_of(stored), created)
+        return Upserted(rows.entity_of(stored), created, before)
 
     def delete(self, entity_id: int) -> bool:
         return self._delete("entities", entity_id)  # relationships go by ON DELETE CASCADE
@@ -81,24 +91,44 @@ class EntityTx(Writes):
         for field, entity_id in (("fromId", r.from_id), ("toId", r.to_id)):
             if conn.execute("SELECT 1 FROM entities WHERE id = ?", (entity_id,)).fetchone() is None:
                 raise NotFound(f"entity {entity_id} does not exist", field=field)
-        meta = rows.dump_metadata(r.metadata)
-        cur = conn.execute(
-            "INSERT INTO relationships(from_id, to_id, label, metadata, created_at) VALUES (?,?,?,?,?)"
-            " ON CONFLICT(from_id, to_id, label) DO NOTHING",
-            (r.from_id, r.to_id, r.label, meta, utc_now()),
-        )
-        created = cur.rowcount == 1
-        if not created:
-            conn.execute(
-                "UPDATE relationships SET metadata = ? WHERE from_id = ? AND to_id = ? AND label = ?",
-                (meta, r.from_id, r.to_id, r.label),
-            )
         row = conn.execute(
-            "SELECT * FROM relationships WHERE from_id = ? AND to_id = ? AND label = ?", (r.from_id, r.to_id, r.label),
+            "SELECT * FROM relationships WHERE from_id = ? AND to_id = ? AND label = ? AND valid_to IS NULL",
+            (r.from_id, r.to_id, r.label),
         ).fetchone()
-        return Upserted(rows.relationship_of(row), created)
+        if row is not None:
+            before = rows.relationship_of(row)
+            after = self.set_edge(before.id, r.metadata, r.valid_from or before.valid_from, r.valid_to)
+            return Upserted(after, False, before)
+        cur = conn.execute(
+            "INSERT INTO relationships(from_id, to_id, label, metadata, created_at, valid_from, valid_to)"
+            " VALUES (?,?,?,?,?,?,?)",
+            (r.from_id, r.to_id, r.label, rows.dump_metadata(r.metadata), utc_now(), r.valid_from, r.valid_to),
+        )
+        return Upserted(self._edge(cur.lastrowid), True)
 
     def unrelate(self, from_id: int, to_id: int, label: str) -> bool:
         return self._conn.execute(
             "DELETE FROM relationships WHERE from_id = ? AND to_id = ? AND label = ?", (from_id, to_id, label)
         ).rowcount > 0
+
+    def edges(self, from_id: int, label: str, to_id: int | None = None) -> list[Relationship]:
+        sql, params = "SELECT * FROM relationships WHERE from_id = ? AND label = ?", [from_id, label]
+        if to_id is not None:
+            sql, params = sql + " AND to_id = ?", [*params, to_id]
+        return [rows.relationship_of(x) for x in self._conn.execute(sql + " ORDER BY id", params)]
+
+    def edges_of(self, entity_id: int) -> list[Relationship]:
+        return [rows.relationship_of(x) for x in self._conn.execute(
+            "SELECT * FROM relationships WHERE from_id = ? OR to_id = ? ORDER BY id", (entity_id, entity_id))]
+
+    def set_edge(self, relationship_id: int, metadata: dict, valid_from: str | None,
+                 valid_to: str | None) -> Relationship:
+        self._conn.execute(
+            "UPDATE relationships SET metadata = ?, valid_from = ?, valid_to = ? WHERE id = ?",
+            (rows.dump_metadata(metadata), valid_from, valid_to, relationship_id),
+        )
+        return self._edge(relationship_id)
+
+    def _edge(self, relationship_id: int) -> Relationship:
+        return rows.relationship_of(
+            self._conn.execute("SELECT * FROM relationships WHERE id = ?", (relationship_id,)).fetchone())

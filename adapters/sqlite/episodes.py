@@ -102,5 +102,9 @@ class EpisodeTx(Writes):
         )
         return old, Episode(episode_id, old.session_id, user, ai, tokens, meta, old.created_at)
 
+    def get(self, episode_id: int) -> Episode | None:
+        row = self._conn.execute("SELECT * FROM episodes WHERE id = ?", (episode_id,)).fetchone()
+        return rows.episode_of(row) if row else None
+
     def delete(self, episode_id: int) -> bool:
         return self._delete("episodes", episode_id)

@@ -142,6 +142,55 @@ MIGRATIONS: list[list[str]] = [
         *_forget_embedding("entities", ["name", "type", "notes"]),
         *_forget_embedding("summaries", ["content"]),
     ],
+    # issue 14c: record history, the change feed, and relationships valid in time. A triple
+    # (from_id, to_id, label) has at most one OPEN edge (valid_to NULL); closed ones are kept beside
+    # it, so the table-level UNIQUE becomes a partial unique index (a table rebuild: SQLite cannot
+    # drop a constraint). The id sequence is carried over so no deleted edge's id (named by its
+    # history) is ever reused.
+    [
+        """CREATE TABLE record_history (
+            version INTEGER PRIMARY KEY AUTOINCREMENT,
+            kind TEXT NOT NULL,
+            record_id INTEGER NOT NULL,
+            op TEXT NOT NULL,
+            at TEXT NOT NULL,
+            actor TEXT,
+            before TEXT,
+            after TEXT,
+            changed TEXT NOT NULL DEFAULT '[]',
+            session_id INTEGER,
+            user_id TEXT)""",
+        "CREATE INDEX idx_history_record ON record_history(kind, record_id, version)",
+        "CREATE INDEX idx_history_session ON record_history(session_id) WHERE session_id IS NOT NULL",
+        "CREATE INDEX idx_history_user ON record_history(user_id) WHERE user_id IS NOT NULL",
+        """CREATE TABLE change_events (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            kind TEXT NOT NULL,
+            record_id INTEGER NOT NULL,
+            op TEXT NOT NULL,
+            at TEXT NOT NULL,
+            session_id INTEGER,
+            user_id TEXT)""",
+        """CREATE TABLE relationships_valid (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            from_id INTEGER NOT NULL REFERENCES entities(id) ON DELETE CASCADE,
+            to_id INTEGER NOT NULL REFERENCES entities(id) ON DELETE CASCADE,
+            label TEXT NOT NULL,
+            metadata TEXT NOT NULL DEFAULT '{}',
+            created_at TEXT NOT NULL,
+            valid_from TEXT,
+            valid_to TEXT)""",
+        "INSERT INTO relationships_valid(id, from_id, to_id, label, metadata, created_at)"
+        " SELECT id, from_id, to_id, label, metadata, created_at FROM relationships",
+        "DELETE FROM sqlite_sequence WHERE name = 'relationships_valid'",
+        "INSERT INTO sqlite_sequence(name, seq) SELECT 'relationships_valid', seq FROM sqlite_sequence"
+        " WHERE name = 'relationships'",
+        "DROP TABLE relationships",
+        "ALTER TABLE relationships_valid RENAME TO relationships",
+        "CREATE UNIQUE INDEX idx_relationships_open ON relationships(from_id, to_id, label) WHERE valid_to IS NULL",
+        "CREATE INDEX idx_relationships_from ON relationships(from_id, label)",
+        "CREATE INDEX idx_relationships_to ON relationships(to_id)",
+    ],
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
