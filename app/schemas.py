@@ -9,7 +9,7 @@ import msgspec
 
 from domain import limits
 from domain.context import ContextPackage
-from domain.models import Entity, Episode, Summary, to_utc
+from domain.models import Entity, Episode, Summary, format_timestamp, to_utc
 from domain.retrieval import SearchResult
 
 Meta = dict[str, Any]
@@ -51,6 +51,12 @@ def _utc(value: str | datetime | None, name: str) -> datetime | None:
         return to_utc(value)
     except ValueError as exc:
         raise ValueError(f"{name}: {exc}") from None  # msgspec turns it into a 400
+
+
+def wire_timestamp(value: str | None, name: str) -> str | None:
+    """A request's date-time (the ``_utc`` rule) in the store's canonical text, so text order is time order."""
+    moment = _utc(value, name)
+    return None if moment is None else format_timestamp(moment)
 
 
 # -- requests -------------------------------------------------------------------------------------
@@ -98,6 +104,12 @@ class UpsertRelationship(Body):
     to_id: Id
     label: Name
     metadata: Meta = {}
+    valid_from: Timestamp | None = None
+    valid_to: Timestamp | None = None
+    supersedes: bool = False
+
+    def __post_init__(self) -> None:
+        self.valid_from, self.valid_to = wire_timestamp(self.valid_from, "validFrom"), wire_timestamp(self.valid_to, "validTo")
 
 
 class DeleteRelationship(Body):
@@ -139,6 +151,10 @@ class ContextRequest(Body):
     recent_episodes: Annotated[int, msgspec.Meta(ge=0, le=limits.MAX_RECENT_EPISODES)] = 5
     relevant_limit: Annotated[int, msgspec.Meta(ge=1, le=limits.MAX_RELEVANT)] = 10
     ranker: RankerName | None = None
+    as_of: Timestamp | None = None  # relationships valid at this moment (default: now)
+
+    def __post_init__(self) -> None:
+        self.as_of = wire_timestamp(self.as_of, "asOf")
 
 
 # -- responses ------------------------------------------------------------------------------------
@@ -170,13 +186,17 @@ class EntityOut(Camel):
     updated_at: str
 
 
-class RelationshipOut(Camel):
+class RelationshipOut(Camel, omit_defaults=True):
+    """``validFrom``/``validTo`` appear only when set: a relationship that never used them answers
+    exactly as before they existed."""
     id: int
     from_id: int
     to_id: int
     label: str
     metadata: Meta
     created_at: str
+    valid_from: str | None = None
+    valid_to: str | None = None
 
 
 class SummaryOut(Camel):
@@ -287,6 +307,43 @@ class RankerOut(Camel):
     default: bool
 
 
+class VersionOut(Camel):
+    """One version of a record: ``before``/``after`` are the record's fields (``after`` null when
+    deleted), ``changed`` the fields that differ, ``actor`` the request's ``X-Actor``."""
+    version: int
+    kind: str
+    record_id: int
+    op: str
+    at: str
+    actor: str | None
+    before: Meta | None
+    after: Meta | None
+    changed: list[str]
+    session_id: int | None = None
+    user_id: str | None = None
+
+
+class HistoryOut(Camel):
+    items: list[VersionOut]
+    next_after: int | None
+
+
+class EventOut(Camel):
+    seq: int
+    kind: str
+    record_id: int
+    op: str
+    at: str
+    session_id: int | None = None
+    user_id: str | None = None
+
+
+class EventsOut(Camel):
+    events: list[EventOut]
+    next_after: int
+    truncated: bool
+
+
 class ErrorBody(Camel):
     code: str
     message: str
@@ -324,6 +381,23 @@ def search_out(result: SearchResult) -> SearchOut:
         hits.append(SearchHitOut(source=h.source, id=h.item.id, score=h.score, vector=wire(h.vector, LegOut | None),
                                  keyword=wire(h.keyword, LegOut | None), **{field: wire(h.item, out)}))
     return SearchOut(ranker=result.ranker, degraded=result.degraded, warnings=result.warnings, hits=hits)
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part.title() for part in rest)
+
+
+def _image(value: dict | None) -> dict | None:
+    """A stored record image with its field names as the wire spells them (metadata untouched)."""
+    return None if value is None else {_camel(k): v for k, v in value.items()}
+
+
+def history_out(page: Any) -> HistoryOut:
+    return HistoryOut(items=[VersionOut(
+        version=v.version, kind=v.kind, record_id=v.record_id, op=v.op, at=v.at, actor=v.actor,
+        before=_image(v.before), after=_image(v.after), changed=[_camel(c) for c in v.changed],
+        session_id=v.session_id, user_id=v.user_id) for v in page.items], next_after=page.next_after)
 
 
 def context_out(c: ContextPackage) -> ContextOut:

@@ -30,11 +30,13 @@ class RetrievalController(Controller):
           responses=errors(400, 404, 413),
           description=(
               'Recent episodes of the session, the most relevant older ones, matching summaries and the '
-              'entities they mention with their relationships, deduplicated and cut to `tokenBudget`.'
+              'entities they mention with their relationships, deduplicated and cut to `tokenBudget`. '
+              'Relationships are those valid at `asOf` (default now).'
           ), status_code=200)
     async def context(self, data: ContextRequestBody, context_service: ContextService) -> ContextOut:
         return context_out(await context_service.build(data.query, data.session_id, data.token_budget,
-                                               data.recent_episodes, data.relevant_limit, data.ranker))
+                                               data.recent_episodes, data.relevant_limit, data.ranker,
+                                               data.as_of))
 
     @get("/rankers", summary="Installed rankers and the plugin that provides each", responses=errors())
     async def rankers(self, state: State) -> list[RankerOut]:
