@@ -125,24 +125,29 @@ def delete_entity(tx: Transaction, entity_id: int) -> bool:
 
 
 def relate(tx: Transaction, new: NewRelationship) -> Upserted[Relationship]:
-    """Upsert the open edge of (from, to, label). A closed edge (``valid_to`` given) with no open
-    one updates the closed edge that began at the same ``valid_from``, if any, else adds one.
-    ``supersedes`` first closes the other open edges of (from, label) where the new one begins."""
+    """Upsert an edge of (from, to, label). Which one: the edge of the triple that began at the
+    given ``valid_from``; else the open edge (no ``valid_to``) — unless the new edge is a closed
+    interval wholly before it, which is a separate past edge. None of those: a new edge. Without
+    validity this is the seed's upsert by triple exactly. ``supersedes`` first closes the other open
+    edges of (from, label) where the new one begins (or now)."""
     if new.valid_from is not None and new.valid_to is not None and new.valid_to <= new.valid_from:
         raise Invalid("validTo must be later than validFrom", field="validTo")
     same = tx.entities.edges(new.from_id, new.label, new.to_id)
-    target = next((e for e in same if e.valid_to is None), None)
-    if target is None and new.valid_to is not None:
-        target = next((e for e in same if e.valid_from == new.valid_from), None)
+    target = next((e for e in same if new.valid_from is not None and e.valid_from == new.valid_from), None)
+    current = next((e for e in same if e.valid_to is None), None)
+    before_current = (current is not None and new.valid_to is not None and current.valid_from is not None
+                      and new.valid_to <= current.valid_from)
     if new.supersedes:
         begins = new.valid_from or utc_now()
         for old in tx.entities.edges(new.from_id, new.label):
             if old.valid_to is None and old.to_id != new.to_id:
                 end = max(begins, old.valid_from) if old.valid_from else begins
                 _versioned(tx, RELATIONSHIPS, old, tx.entities.set_edge(old.id, old.metadata, old.valid_from, end))
-    if target is not None and target.valid_to is not None:  # a closed edge, named by its validity
+    if target is not None:
         upserted = Upserted(tx.entities.set_edge(target.id, new.metadata, target.valid_from, new.valid_to), False,
                             target)
+    elif before_current:
+        upserted = Upserted(tx.entities.add_edge(new), True)
     else:
         upserted = tx.entities.relate(new)
     after = upserted.item

@@ -70,6 +70,10 @@ class EntityWrites(Protocol):
         """Edges out of ``from_id`` with ``label`` (and to ``to_id`` when given), by id."""
         ...
 
+    def add_edge(self, relationship: NewRelationship) -> Relationship:
+        """Insert a CLOSED edge (``valid_to`` given) beside the triple's others; both ends exist."""
+        ...
+
     def edges_of(self, entity_id: int) -> list[Relationship]:
         """Every edge from or to the entity, by id (what deleting it deletes)."""
         ...

@@ -80,10 +80,14 @@ class EntityTx:
         old = next((x for x in self.edges(r.from_id, r.label, r.to_id) if x.valid_to is None), None)
         if old is not None:
             return Upserted(self.set_edge(old.id, r.metadata, r.valid_from or old.valid_from, r.valid_to), False, old)
+        return Upserted(self.add_edge(r), True)
+
+    def add_edge(self, relationship: NewRelationship) -> Relationship:
+        r = relationship
         out = Relationship(self._s.next_id("relationships"), r.from_id, r.to_id, r.label,
                            stored(r.metadata), utc_now(), r.valid_from, r.valid_to)
         self._s.relationships[out.id] = out
-        return Upserted(out, True)
+        return out
 
     def unrelate(self, from_id: int, to_id: int, label: str) -> bool:
         gone = [x.id for x in self.edges(from_id, label, to_id)]

@@ -99,12 +99,16 @@ class EntityTx(Writes):
             before = rows.relationship_of(row)
             after = self.set_edge(before.id, r.metadata, r.valid_from or before.valid_from, r.valid_to)
             return Upserted(after, False, before)
-        cur = conn.execute(
+        return Upserted(self.add_edge(r), True)
+
+    def add_edge(self, relationship: NewRelationship) -> Relationship:
+        r = relationship
+        cur = self._conn.execute(
             "INSERT INTO relationships(from_id, to_id, label, metadata, created_at, valid_from, valid_to)"
             " VALUES (?,?,?,?,?,?,?)",
             (r.from_id, r.to_id, r.label, rows.dump_metadata(r.metadata), utc_now(), r.valid_from, r.valid_to),
         )
-        return Upserted(self._edge(cur.lastrowid), True)
+        return self._edge(cur.lastrowid)
 
     def unrelate(self, from_id: int, to_id: int, label: str) -> bool:
         return self._conn.execute(
