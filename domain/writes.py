@@ -183,18 +183,15 @@ def delete_summary(tx: Transaction, summary_id: int) -> bool:
 
 
 def jobs_completed(tx: Transaction, jobs: Sequence[Any]) -> None:
-    """The worker finished ``jobs`` (outbox jobs): they go, and each upsert means its record is
-    now embedded (an ``embedded`` event; its session is not looked up, so ``session_id`` is None)."""
+    """The worker finished ``jobs`` (outbox jobs): they go, and each upsert of a record that still
+    exists means it is now embedded (an ``embedded`` event, with its session and owner)."""
     tx.outbox.complete([job.id for job in jobs])
     at = utc_now()
     for job in jobs:
-        if job.op == "upsert":
-            tx.events.append(job.collection, job.ref_id, "embedded", at, None, None)
-
-
-def reindex(tx: Transaction, collection: Source) -> int:
-    """Queue an upsert job for every record of ``collection``; returns how many."""
-    return tx.outbox.enqueue_every(collection)
+        if job.op == "upsert" and job.collection in KINDS:
+            record = getattr(tx, KINDS[job.collection].room).get(job.ref_id)
+            if record is not None:
+                _event(tx, job.collection, record, "embedded", at)
 
 
 def _deleted(tx: Transaction, kind: RecordKind, before: Any, deleted: bool) -> bool:
