@@ -12,12 +12,12 @@ from nexusai_memory_client.aio import AsyncMemoryClient
 from nexusai_memory_client.calls import MemoryServiceError
 from nexusai_memory_client.models import (
     ContextPackage, Entity, EntityPage, Episode, EpisodePage, EpisodeSearch, NewEpisode, Ranker, Relationship,
-    SearchHit, SearchResult, Session, SessionPage, Summary,
+    SearchHit, SearchResult, Session, SessionPage, Summary, Event, Events, History, Version,
 )
 from nexusai_memory_client.sync import MemoryClient
 
 __all__ = [
     "AsyncMemoryClient", "ContextPackage", "Entity", "EntityPage", "Episode", "EpisodePage", "EpisodeSearch",
     "MemoryClient", "MemoryServiceError", "NewEpisode", "Ranker", "Relationship", "SearchHit", "SearchResult",
-    "Session", "SessionPage", "Summary",
+    "Session", "SessionPage", "Summary", "Event", "Events", "History", "Version",
 ]
