@@ -28,9 +28,10 @@ from pydantic import Field
 from app.config import Settings
 from app.container import Container, build_container, shutdown
 from app.schemas import (
-    EntityOut, EpisodeOut, EpisodePage, RelationshipOut, SessionOut, SessionPage, context_out, history_out, search_out, wire,
+    EntityOut, EpisodeOut, EpisodePage, RelationshipOut, SessionOut, SessionPage, context_out, search_out, wire,
     wire_timestamp,
 )
+from app.schemas_changes import history_out
 from domain.errors import Conflict, DomainError, NotFound
 from domain.limits import (
     MAX_ID, MAX_LIMIT, MAX_NAME, MAX_QUERY, MAX_RECENT_EPISODES, MAX_RELEVANT, MAX_SEARCH_LIMIT, MAX_SOURCES, MAX_TEXT,

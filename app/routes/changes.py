@@ -9,7 +9,8 @@ from litestar import Controller, Request, get
 from litestar.params import Parameter
 
 from app.routes.deps import PathId, errors
-from app.schemas import EventOut, EventsOut, HistoryOut, history_out, wire
+from app.schemas import wire
+from app.schemas_changes import EventOut, EventsOut, HistoryOut, history_out
 from domain import changes
 from domain.feed import EventService, HistoryService, check_actor
 from domain.limits import MAX_EVENT_WAIT, MAX_EVENTS, MAX_ID, MAX_LIMIT
@@ -30,25 +31,25 @@ class HistoryController(Controller):
     path = "/"
     tags = ["history"]
 
-    @get("/episodes/{episode_id:str}/history", summary="An episode's versions", responses=errors(400),
+    @get("/episodes/{episode_id:str}/history", summary="An episode's versions", responses=errors(400, 404),
          description=_HISTORY)
     async def episode(self, episode_id: PathId, history_service: HistoryService, after: After = 0,
                       limit: HistoryLimit = 100) -> HistoryOut:
         return history_out(await history_service.of_record("episodes", episode_id, after, limit))
 
-    @get("/entities/{entity_id:str}/history", summary="An entity's versions", responses=errors(400),
+    @get("/entities/{entity_id:str}/history", summary="An entity's versions", responses=errors(400, 404),
          description=_HISTORY)
     async def entity(self, entity_id: PathId, history_service: HistoryService, after: After = 0,
                      limit: HistoryLimit = 100) -> HistoryOut:
         return history_out(await history_service.of_record("entities", entity_id, after, limit))
 
-    @get("/relationships/{relationship_id:str}/history", summary="A relationship's versions", responses=errors(400),
+    @get("/relationships/{relationship_id:str}/history", summary="A relationship's versions", responses=errors(400, 404),
          description=_HISTORY)
     async def relationship(self, relationship_id: PathId, history_service: HistoryService, after: After = 0,
                            limit: HistoryLimit = 100) -> HistoryOut:
         return history_out(await history_service.of_record("relationships", relationship_id, after, limit))
 
-    @get("/summaries/{summary_id:str}/history", summary="A summary's versions", responses=errors(400),
+    @get("/summaries/{summary_id:str}/history", summary="A summary's versions", responses=errors(400, 404),
          description=_HISTORY)
     async def summary(self, summary_id: PathId, history_service: HistoryService, after: After = 0,
                       limit: HistoryLimit = 100) -> HistoryOut:
