@@ -32,6 +32,7 @@ from app.schemas import (
     wire_timestamp,
 )
 from app.schemas_changes import history_out
+from domain.record_kinds import Source
 from domain.errors import Conflict, DomainError, NotFound
 from domain.limits import (
     MAX_ID, MAX_LIMIT, MAX_NAME, MAX_QUERY, MAX_RECENT_EPISODES, MAX_RELEVANT, MAX_SEARCH_LIMIT, MAX_SOURCES, MAX_TEXT,
@@ -56,7 +57,7 @@ Query = Annotated[str, Field(min_length=1, max_length=MAX_QUERY)]
 Name = Annotated[str, Field(min_length=1, max_length=MAX_NAME)]
 EntityId = Annotated[int, Field(ge=1, le=MAX_ID)]
 Metadata = dict[str, Any] | None
-SourceName = Literal["episodes", "entities", "summaries"]
+SourceName = Source  # the record kinds, from the one table in domain/record_kinds.py
 Result = dict[str, Any]
 
 READ = ToolAnnotations(readOnlyHint=True, idempotentHint=True, openWorldHint=False)

@@ -8,6 +8,7 @@ from typing import Annotated, Any, Generic, Literal, TypeVar
 import msgspec
 
 from domain import limits
+from domain.record_kinds import Source
 from domain.context import ContextPackage
 from domain.models import Entity, Episode, Summary, format_timestamp, to_utc
 from domain.retrieval import SearchResult
@@ -128,7 +129,7 @@ class CreateSummary(Body):
     metadata: Meta = {}
 
 
-SourceName = Literal["episodes", "entities", "summaries"]
+SourceName = Source  # the record kinds, from the one table in domain/record_kinds.py
 
 
 class SearchRequest(Body):

@@ -10,7 +10,9 @@ from collections.abc import Mapping, Sequence
 
 from domain.errors import Invalid, NotFound
 from domain.keywords import MATCH_MODES, MatchMode, plain_query
-from domain.limits import MAX_BATCH, MAX_COUNT, MAX_LIMIT, MAX_METADATA_DEPTH, MAX_NAME, MAX_OFFSET, MAX_TEXT
+from domain.limits import (
+    MAX_BATCH, MAX_COUNT, MAX_KEYWORD_QUERY, MAX_LIMIT, MAX_METADATA_DEPTH, MAX_NAME, MAX_OFFSET, MAX_TEXT,
+)
 from domain.models import (
     Entity, Episode, EpisodeChanges, KeywordHit, Metadata, NewEntity, NewEpisode, NewRelationship,
     NewSummary, Page, Relationship, Session, Summary, Upserted,
@@ -156,7 +158,7 @@ class EpisodeService:
         self, q: str, limit: int, session_id: int | None = None, match: str = "all"
     ) -> list[KeywordHit[Episode]]:
         """Keyword search: plain words by default (``all`` of them, or ``any``); ``fts`` is raw FTS5."""
-        check_text(q, "q", maximum=2000)
+        check_text(q, "q", maximum=MAX_KEYWORD_QUERY)
         check_limit(limit)
         if match not in MATCH_MODES:
             raise Invalid(f"match must be one of {', '.join(MATCH_MODES)}", field="match")
