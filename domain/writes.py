@@ -194,6 +194,11 @@ def jobs_completed(tx: Transaction, jobs: Sequence[Any]) -> None:
                 _event(tx, job.collection, record, "embedded", at)
 
 
+def reindex(tx: Transaction, collection: Source) -> int:
+    """Queue an upsert job for every record of ``collection``; returns how many."""
+    return tx.outbox.enqueue_every(collection)
+
+
 def _deleted(tx: Transaction, kind: RecordKind, before: Any, deleted: bool) -> bool:
     if deleted:
         tx.outbox.enqueue(kind.name, "delete", [before.id])
