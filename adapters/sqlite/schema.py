@@ -7,6 +7,7 @@ each version's statements and the version bump run in one transaction.
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 
 _FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"
 
@@ -39,7 +40,43 @@ def _forget_embedding(table: str, text_columns: list[str]) -> list[str]:
     ]
 
 
-MIGRATIONS: list[list[str]] = [
+_RELATIONSHIP_COLUMNS = {
+    "id": "INTEGER PRIMARY KEY AUTOINCREMENT",
+    "from_id": "INTEGER NOT NULL REFERENCES entities(id) ON DELETE CASCADE",
+    "to_id": "INTEGER NOT NULL REFERENCES entities(id) ON DELETE CASCADE",
+    "label": "TEXT NOT NULL",
+    "metadata": "TEXT NOT NULL DEFAULT '{}'",
+    "created_at": "TEXT NOT NULL",
+}
+
+
+def _rebuild_relationships_for_validity(conn: sqlite3.Connection) -> None:
+    """Rebuild ``relationships`` without its table-level UNIQUE(from_id, to_id, label) and with
+    ``valid_from``/``valid_to``, keeping every row, id, column and index it has by then — whatever
+    migrations ran before this one added (an owner column, its index), so the order of the
+    migrations around it does not matter. The id sequence is carried over: no deleted edge's id
+    (which its history names) is handed out again."""
+    columns = [(row[1], row[2], row[3], row[4]) for row in conn.execute("PRAGMA table_info(relationships)")]
+    indexes = [sql for (sql,) in conn.execute(
+        "SELECT sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'relationships' AND sql IS NOT NULL")]
+    definitions = [f"{name} {_RELATIONSHIP_COLUMNS[name]}" if name in _RELATIONSHIP_COLUMNS else
+                   f"{name} {kind}{' NOT NULL' if not_null else ''}{f' DEFAULT {default}' if default is not None else ''}"
+                   for name, kind, not_null, default in columns]
+    names = ", ".join(name for name, *_ in columns)
+    conn.execute(f"CREATE TABLE relationships_valid ({', '.join(definitions)}, valid_from TEXT, valid_to TEXT)")
+    conn.execute(f"INSERT INTO relationships_valid({names}) SELECT {names} FROM relationships")
+    conn.execute("DELETE FROM sqlite_sequence WHERE name = 'relationships_valid'")
+    conn.execute("INSERT INTO sqlite_sequence(name, seq) SELECT 'relationships_valid', seq FROM sqlite_sequence"
+                 " WHERE name = 'relationships'")
+    conn.execute("DROP TABLE relationships")
+    conn.execute("ALTER TABLE relationships_valid RENAME TO relationships")
+    for sql in indexes:
+        conn.execute(sql)
+
+
+# A migration step is one SQL statement, or a function of the connection for what one static
+# statement cannot say (it runs inside the same transaction).
+MIGRATIONS: list[list[str | Callable[[sqlite3.Connection], None]]] = [
     # version 1: the seed's five tables, their keyword indexes and the embedding outbox
     [
         """CREATE TABLE sessions (
@@ -145,8 +182,7 @@ MIGRATIONS: list[list[str]] = [
     # issue 14c: record history, the change feed, and relationships valid in time. A triple
     # (from_id, to_id, label) has at most one OPEN edge (valid_to NULL); closed ones are kept beside
     # it, so the table-level UNIQUE becomes a partial unique index (a table rebuild: SQLite cannot
-    # drop a constraint). The id sequence is carried over so no deleted edge's id (named by its
-    # history) is ever reused.
+    # drop a constraint; see _rebuild_relationships_for_validity).
     [
         """CREATE TABLE record_history (
             version INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -171,25 +207,9 @@ MIGRATIONS: list[list[str]] = [
             at TEXT NOT NULL,
             session_id INTEGER,
             user_id TEXT)""",
-        """CREATE TABLE relationships_valid (
-            id INTEGER PRIMARY KEY AUTOINCREMENT,
-            from_id INTEGER NOT NULL REFERENCES entities(id) ON DELETE CASCADE,
-            to_id INTEGER NOT NULL REFERENCES entities(id) ON DELETE CASCADE,
-            label TEXT NOT NULL,
-            metadata TEXT NOT NULL DEFAULT '{}',
-            created_at TEXT NOT NULL,
-            valid_from TEXT,
-            valid_to TEXT)""",
-        "INSERT INTO relationships_valid(id, from_id, to_id, label, metadata, created_at)"
-        " SELECT id, from_id, to_id, label, metadata, created_at FROM relationships",
-        "DELETE FROM sqlite_sequence WHERE name = 'relationships_valid'",
-        "INSERT INTO sqlite_sequence(name, seq) SELECT 'relationships_valid', seq FROM sqlite_sequence"
-        " WHERE name = 'relationships'",
-        "DROP TABLE relationships",
-        "ALTER TABLE relationships_valid RENAME TO relationships",
+        _rebuild_relationships_for_validity,
         "CREATE UNIQUE INDEX idx_relationships_open ON relationships(from_id, to_id, label) WHERE valid_to IS NULL",
         "CREATE INDEX idx_relationships_from ON relationships(from_id, label)",
-        "CREATE INDEX idx_relationships_to ON relationships(to_id)",
     ],
 ]
 
@@ -208,6 +228,6 @@ def migrate(conn: sqlite3.Connection) -> int:
         )
     for version in range(found, SCHEMA_VERSION):
         for statement in MIGRATIONS[version]:
-            conn.execute(statement)
+            statement(conn) if callable(statement) else conn.execute(statement)
         conn.execute(f"PRAGMA user_version = {version + 1}")
     return found

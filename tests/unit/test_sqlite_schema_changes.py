@@ -72,3 +72,14 @@ def test_relationships_still_cascade_from_their_entities(v3: sqlite3.Connection)
     _migrate(v3)
     v3.execute("DELETE FROM entities WHERE id = 2")
     assert v3.execute("SELECT count(*) FROM relationships").fetchone()[0] == 0
+
+
+def test_the_rebuild_keeps_columns_and_indexes_an_earlier_migration_added(v3: sqlite3.Connection) -> None:
+    # As issue 14a's owners migration does before this one: a column and an index of its own.
+    v3.execute("ALTER TABLE relationships ADD COLUMN user_id TEXT")
+    v3.execute("CREATE INDEX idx_relationships_user ON relationships(user_id) WHERE user_id IS NOT NULL")
+    v3.execute("UPDATE relationships SET user_id = 'u1'")
+    _migrate(v3)
+    assert v3.execute("SELECT id, user_id, valid_to FROM relationships").fetchall() == [(1, "u1", None)]
+    indexes = {r[0] for r in v3.execute("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'relationships'")}
+    assert {"idx_relationships_user", "idx_relationships_to", "idx_relationships_open"} <= indexes
