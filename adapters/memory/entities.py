@@ -85,7 +85,7 @@ class EntityTx:
     def add_edge(self, relationship: NewRelationship) -> Relationship:
         r = relationship
         out = Relationship(self._s.next_id("relationships"), r.from_id, r.to_id, r.label,
-                           stored(r.metadata), utc_now(), r.valid_from, r.valid_to)
+                           stored(r.metadata), utc_now(), valid_from=r.valid_from, valid_to=r.valid_to)
         self._s.relationships[out.id] = out
         return out
 
