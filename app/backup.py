@@ -98,6 +98,8 @@ class RelationshipRow(_Row, kw_only=True):
     to_id: Id
     label: Name
     user_id: Name | None = None
+    valid_from: Stamp | None = None
+    valid_to: Stamp | None = None
 
 
 class SummaryRow(_Row, kw_only=True):
@@ -114,7 +116,7 @@ class SummaryRow(_Row, kw_only=True):
 
 ROW_TYPES: dict[str, type[_Row]] = {"sessions": SessionRow, "episodes": EpisodeRow, "entities": EntityRow,
                                     "relationships": RelationshipRow, "summaries": SummaryRow}
-_STAMPS = ("created_at", "updated_at", "expires_at")
+_STAMPS = ("created_at", "updated_at", "expires_at", "valid_from", "valid_to")
 # The services' text rules per column (wire name, longest, may be empty): no NUL, names not blank.
 _TEXTS = {"external_id": ("externalId", MAX_NAME, False), "name": ("name", MAX_NAME, False),
           "type": ("type", MAX_NAME, False), "label": ("label", MAX_NAME, False),

@@ -23,6 +23,7 @@ import msgspec
 from msgspec import Meta, field
 
 from app.plugins import ranker_options
+from domain.changes import DEFAULT_EVENT_RETENTION
 from domain.ranking import RankerConfig
 from domain.vectors import DEFAULT_DIMENSION
 
@@ -116,6 +117,9 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     # Hardening (issue 11): durability, admission control, CORS, dead letters, health checks.
     sqlite_synchronous: Annotated[Literal[SYNCHRONOUS], _doc("SQLite durability")] = field(
         default="full", name="SQLITE_SYNCHRONOUS")
+    event_retention: Annotated[int, _doc("change-feed events kept (the newest; GET /events)", ge=100,
+                                         le=100_000_000)] = field(default=DEFAULT_EVENT_RETENTION,
+                                                                  name="EVENT_RETENTION")
     max_in_flight: Annotated[int, _doc("requests handled at once; 0: no limit", ge=0, le=100_000)] = field(
         default=64, name="MAX_IN_FLIGHT")
     cors_origins: Annotated[tuple[str, ...], _doc("origins allowed from a browser")] = field(

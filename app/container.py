@@ -36,6 +36,7 @@ from adapters.sqlite.store import SqliteStore
 from app.config import Settings
 from app.plugins import RankerRegistry, get_plugin_manager
 from domain.context import ContextService
+from domain.feed import EventService, HistoryService
 from domain.index_manager import IndexManager
 from domain.indexing import IndexingService
 from domain.ranking import RankerConfig
@@ -168,8 +169,9 @@ class Container(containers.DeclarativeContainer):
     store = providers.Selector(
         providers.Callable(_setting("store"), settings),
         sqlite=providers.Singleton(SqliteStore.open, providers.Callable(_setting("sqlite_path"), settings),
-                                   providers.Callable(_setting("sqlite_synchronous"), settings)),
-        memory=providers.Singleton(MemoryStore),
+                                   providers.Callable(_setting("sqlite_synchronous"), settings),
+                                   providers.Callable(_setting("event_retention"), settings)),
+        memory=providers.Singleton(MemoryStore, providers.Callable(_setting("event_retention"), settings)),
     )
 
     catalog = providers.Singleton(_catalog, store)
@@ -238,6 +240,8 @@ class Container(containers.DeclarativeContainer):
         providers.Callable(_setting("default_ranker"), settings), observe_leg=metrics.provided.observe_leg,
     )
     context = providers.Singleton(ContextService, store, search)
+    history = providers.Singleton(HistoryService, store)
+    events = providers.Singleton(EventService, store)
     worker = providers.Singleton(_embedding_worker, indexing, providers.Callable(_setting("worker_batch"), settings))
     health = providers.Singleton(_health_monitor, __self__)
 

@@ -22,6 +22,7 @@ from app.middleware import (
     AdmissionControl, ApiKeyGate, JsonBodiesOnly, RequestObserver, install_request_id_filter,
 )
 from app.routes.deps import dependencies, ids_are_digits
+from app.routes.changes import EventController, HistoryController, set_actor
 from app.routes.entities import EntityController, RelationshipController
 from app.routes.episodes import EpisodeController
 from app.routes.retrieval import RetrievalController
@@ -35,7 +36,8 @@ log = logging.getLogger("nexusai.app")
 
 OPEN_PATHS = frozenset({"/health", "/health/live", "/health/ready"}) | DOCS_PATHS
 # Never refused by admission control: an overloaded service must still say how it is.
-ADMISSION_EXEMPT = OPEN_PATHS | {"/metrics"}
+# GET /events long-polls: it must not hold a request slot while it waits (EventService bounds the waiters).
+ADMISSION_EXEMPT = OPEN_PATHS | {"/metrics", "/events"}
 
 
 def is_loopback(host: str) -> bool:
@@ -98,27 +100,33 @@ def create_app(settings: Settings, container: Container | None = None) -> Litest
             async with mcp_sessions.run():
                 yield
         finally:
+            event_feed.close()  # long-polls still waiting answer now
             if embedder_report is not None:
                 embedder_report.cancel()
             await shutdown(container)
 
+    event_feed = container.events()
+
     async def after_response(request: Request) -> None:  # async: a sync hook costs a thread hop
         if request.method != "GET":
             worker.notify()
+            event_feed.notify()  # long-polls wake at once (other processes' writes: within POLL_SECONDS)
 
     app = Litestar(
         route_handlers=[
             *HEALTH_ROUTES, SessionController, EpisodeController, EntityController, RelationshipController,
-            SummaryController, UserController, RetrievalController, metrics, docs_asset, mcp_endpoint,
+            SummaryController, UserController, RetrievalController, HistoryController, EventController, metrics,
+            docs_asset, mcp_endpoint,
         ],
         dependencies=dependencies(container),
         guards=[ids_are_digits],
         exception_handlers=EXCEPTION_HANDLERS,
         state=State({"container": container, "worker": worker, "health": monitor, "metrics": service_metrics}),
         lifespan=[lifespan],
+        before_request=set_actor,
         after_response=after_response,
         cors_config=CORSConfig(allow_origins=list(settings.cors_origins), allow_headers=["authorization", "content-type",
-                                                                                          "x-request-id"],
+                                                                                          "x-request-id", "x-actor"],
                                allow_methods=["GET", "POST", "PATCH", "DELETE"], expose_headers=["x-request-id"],
                                max_age=600) if settings.cors_origins else None,
         request_max_body_size=settings.max_body_bytes,

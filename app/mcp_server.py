@@ -29,7 +29,9 @@ from app.config import Settings
 from app.container import Container, build_container, shutdown
 from app.schemas import (
     EntityOut, EpisodeOut, EpisodePage, RelationshipOut, SessionOut, SessionPage, context_out, search_out, wire,
+    wire_timestamp,
 )
+from app.schemas_changes import history_out
 from domain.record_kinds import Source
 from domain.errors import Conflict, DomainError, NotFound
 from domain.limits import (
@@ -200,13 +202,29 @@ def build_server(container: Container, wrote: Callable[[], None] = lambda: None)
 
     @server.tool(annotations=WRITE)
     @guarded
-    async def relate(from_id: EntityId, label: Name, to_id: EntityId, metadata: Metadata = None) -> Result:
+    async def relate(from_id: EntityId, label: Name, to_id: EntityId, metadata: Metadata = None,
+                     supersedes: bool = False, valid_from: str | None = None) -> Result:
         """Connect two entities with a labelled, directed relationship (e.g. Ana -lives_in-> Lisbon);
-        the same (from, label, to) again updates its metadata."""
+        the same (from, label, to) again updates its metadata. When a fact replaces an older one
+        (Ana moved: -lives_in-> Porto), pass `supersedes=true`: the old edge is closed (kept, with
+        its end time) instead of both looking current. `valid_from`: when it became true (RFC 3339)."""
+        try:
+            begins = wire_timestamp(valid_from, "valid_from")
+        except ValueError as exc:
+            raise ToolError(f"validation_error: {exc}") from None
         upserted = await entities.relate(NewRelationship(from_id=from_id, to_id=to_id, label=label,
-                                                         metadata=metadata or {}))
+                                                         metadata=metadata or {}, valid_from=begins,
+                                                         supersedes=supersedes))
         wrote()
         return {"relationship": _wire(wire(upserted.item, RelationshipOut)), "created": upserted.created}
+
+    @server.tool(annotations=READ)
+    @guarded
+    async def history(kind: Literal["episodes", "entities", "relationships", "summaries"], record_id: EntityId,
+                      limit: Annotated[int, Field(ge=1, le=MAX_LIMIT)] = 20) -> Result:
+        """How a record changed, oldest first: each update or delete with the record before and after
+        (after is null once deleted) and the fields that changed. Works after the record is gone."""
+        return _wire(history_out(await container.history().of_record(kind, record_id, 0, limit)))
 
     @server.custom_route("/health", methods=["GET"])
     async def health(request):  # a liveness probe for process managers and the test launcher

@@ -10,7 +10,7 @@ import msgspec
 from domain import limits
 from domain.record_kinds import Source
 from domain.context import ContextPackage
-from domain.models import Entity, Episode, Summary, to_utc
+from domain.models import Entity, Episode, Summary, format_timestamp, to_utc
 from domain.retrieval import SearchResult
 
 Meta = dict[str, Any]
@@ -52,6 +52,12 @@ def _utc(value: str | datetime | None, name: str) -> datetime | None:
         return to_utc(value)
     except ValueError as exc:
         raise ValueError(f"{name}: {exc}") from None  # msgspec turns it into a 400
+
+
+def wire_timestamp(value: str | None, name: str) -> str | None:
+    """A request's date-time (the ``_utc`` rule) in the store's canonical text, so text order is time order."""
+    moment = _utc(value, name)
+    return None if moment is None else format_timestamp(moment)
 
 
 # -- requests -------------------------------------------------------------------------------------
@@ -109,6 +115,12 @@ class UpsertRelationship(Body):
     label: Name
     metadata: Meta = {}
     user_id: Name | None = None
+    valid_from: Timestamp | None = None
+    valid_to: Timestamp | None = None
+    supersedes: bool = False
+
+    def __post_init__(self) -> None:
+        self.valid_from, self.valid_to = wire_timestamp(self.valid_from, "validFrom"), wire_timestamp(self.valid_to, "validTo")
 
 
 class DeleteRelationship(Body):
@@ -166,6 +178,10 @@ class ContextRequest(Body, kw_only=True):
     ranker: RankerName | None = None
     user_id: Name | None = None
     agent_id: Name | None = None
+    as_of: Timestamp | None = None  # relationships valid at this moment (default: now)
+
+    def __post_init__(self) -> None:
+        self.as_of = wire_timestamp(self.as_of, "asOf")
 
 
 # -- responses ------------------------------------------------------------------------------------
@@ -205,6 +221,8 @@ class EntityOut(Camel, omit_defaults=True):
 
 
 class RelationshipOut(Camel, omit_defaults=True):
+    """``validFrom``/``validTo`` appear only when set: a relationship that never used them answers
+    exactly as before they existed."""
     id: int
     from_id: int
     to_id: int
@@ -212,6 +230,8 @@ class RelationshipOut(Camel, omit_defaults=True):
     metadata: Meta
     created_at: str
     user_id: str | None = None
+    valid_from: str | None = None
+    valid_to: str | None = None
 
 
 class SummaryOut(Camel, omit_defaults=True):
@@ -323,6 +343,7 @@ class ForgottenOut(Camel):
     summaries: int
     entities: int
     relationships: int
+    history: int  # versions of those records' history, forgotten with them
 
 
 class RankerOut(Camel):

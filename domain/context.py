@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from domain.errors import Invalid, NotFound
 from domain.limits import MAX_QUERY, MAX_RECENT_EPISODES, MAX_TOKEN_BUDGET
-from domain.models import Entity, Episode, Owner, Relationship, Summary
+from domain.models import Entity, Episode, Owner, Relationship, Summary, utc_now
 from domain.retrieval import SearchQuery, SearchService
 from domain.services import check_limit, check_text
 from domain.record_kinds import EPISODES, SUMMARIES
@@ -82,11 +82,12 @@ class ContextService:
 
     async def build(
         self, query: str, session_id: int | None, token_budget: int, recent_episodes: int = 5,
-        relevant_limit: int = 10, ranker: str | None = None, owner: Owner = Owner(),
+        relevant_limit: int = 10, ranker: str | None = None, owner: Owner = Owner(), as_of: str | None = None,
     ) -> ContextPackage:
         """With ``owner`` the relevant memory comes from all of that user's (agent's) sessions, and
         ``session_id`` may be left out (then there are no recent episodes); the entities are the
-        owner's and the global ones."""
+        owner's and the global ones. ``as_of`` (a canonical timestamp; default now): the
+        relationships included are those valid at that moment (``Relationship.valid_at``)."""
         check_text(query, "query", maximum=MAX_QUERY)
         check_limit(token_budget, "tokenBudget", maximum=MAX_TOKEN_BUDGET)
         if not 0 <= recent_episodes <= MAX_RECENT_EPISODES:
@@ -127,7 +128,7 @@ class ContextService:
         for entity in await self._store.entities.mentioned_in(texts, MAX_ENTITIES, user):
             if budget.admit("entity", entity.id, estimate_tokens(entity.text)):
                 entities.append(entity)
-        relationships = await self._relationships_among(entities, budget)
+        relationships = await self._relationships_among(entities, budget, as_of or utc_now())
 
         return ContextPackage(
             session_id=session_id, query=query, token_budget=token_budget, tokens_used=budget.used,
@@ -137,13 +138,13 @@ class ContextService:
             warnings=found.warnings,
         )
 
-    async def _relationships_among(self, entities: list[Entity], budget: _Budget) -> list[Relationship]:
-        """Edges touching the admitted entities (each once), while the budget lasts."""
+    async def _relationships_among(self, entities: list[Entity], budget: _Budget, as_of: str) -> list[Relationship]:
+        """Edges touching the admitted entities valid at ``as_of`` (each once), while the budget lasts."""
         names = {e.id: e.name for e in entities}
         seen: set[int] = set()
         kept: list[Relationship] = []
         for entity in entities:
-            for rel in await self._store.entities.relationships_of(entity.id, "both"):
+            for rel in await self._store.entities.relationships_of(entity.id, "both", as_of):
                 if rel.id in seen:
                     continue
                 seen.add(rel.id)

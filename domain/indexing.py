@@ -24,6 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
+from domain import writes
 from domain.errors import DomainError, EmbeddingError, VectorIndexError
 from domain.outbox import OutboxJob
 from domain.redaction import redact
@@ -108,7 +109,7 @@ class IndexingService:
             await self._defer(jobs, _describe(exc))
             result.deferred += len(jobs)
             return
-        await self._store.outbox.complete([j.id for j in jobs])
+        await self._store.uow.run(lambda tx: writes.jobs_completed(tx, jobs))
         result.done += len(jobs)
         result.embedded += embedded if isinstance(embedded, int) else 0
 
@@ -118,7 +119,7 @@ class IndexingService:
             embedded = await self._upsert(collection, jobs)
         except Exception as exc:  # an adapter bug must not kill the worker or lose the jobs
             return exc
-        await self._store.outbox.complete([j.id for j in jobs])
+        await self._store.uow.run(lambda tx: writes.jobs_completed(tx, jobs))
         result.done += len(jobs)
         result.embedded += embedded
         return None

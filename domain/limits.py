@@ -26,3 +26,7 @@ MAX_RELEVANT = 100  # relevantLimit of one /context
 # Metadata deeper than this is refused: near the interpreter's recursion limit a value that was
 # stored could no longer be read back in a list, breaking that list for every client.
 MAX_METADATA_DEPTH = 128
+MAX_EVENTS = 1000  # events in one GET /events answer
+MAX_EVENT_WAIT = 30  # seconds one GET /events may wait for new events (a long-poll)
+MAX_EVENT_WAITERS = 64  # long-polls waiting at once; beyond that an answer comes at once (exempt from admission control)
+MAX_ACTOR = 200  # characters of an X-Actor header

@@ -115,6 +115,12 @@ class Relationship:
     metadata: Metadata
     created_at: str
     user_id: str | None = None
+    valid_from: str | None = None  # when the fact became true (None: always was, as far as known)
+    valid_to: str | None = None  # when it stopped being true (None: still is, an open edge)
+
+    def valid_at(self, moment: str) -> bool:
+        """Whether the edge holds at ``moment`` (a canonical timestamp): from inclusive, to exclusive."""
+        return (self.valid_from is None or self.valid_from <= moment) and (self.valid_to is None or moment < self.valid_to)
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,6 +184,9 @@ class NewRelationship:
     label: str
     metadata: Metadata = field(default_factory=dict)
     user_id: str | None = None
+    valid_from: str | None = None  # canonical timestamps (the wire checks RFC 3339)
+    valid_to: str | None = None
+    supersedes: bool = False  # close the other open edges of (from_id, label) at valid_from (or now)
 
 
 @dataclass(frozen=True, slots=True)
@@ -237,3 +246,4 @@ class Upserted(Generic[T]):
 
     item: T
     created: bool
+    before: T | None = None  # the record as it was, when an existing one was replaced

@@ -207,11 +207,13 @@ class EntityService:
         check_metadata(new.metadata)
         return await self._store.uow.run(lambda tx: writes.relate(tx, new))
 
-    async def relationships(self, entity_id: int, direction: Direction = "out") -> list[Relationship]:
+    async def relationships(self, entity_id: int, direction: Direction = "out",
+                            as_of: str | None = None) -> list[Relationship]:
+        """All of an entity's edges (open and closed), or with ``as_of`` those valid at that moment."""
         if direction not in ("out", "in", "both"):
             raise Invalid("direction must be out, in or both", field="direction")
         _found(await self._store.entities.get(entity_id), "entity", entity_id)
-        return await self._store.entities.relationships_of(entity_id, direction)
+        return await self._store.entities.relationships_of(entity_id, direction, as_of)
 
     async def unrelate(self, from_id: int, to_id: int, label: str) -> None:
         if not await self._store.uow.run(lambda tx: writes.unrelate(tx, from_id, to_id, label)):

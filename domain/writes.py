@@ -3,39 +3,89 @@
 The rule "a change to embedded text enqueues its vector job in the same transaction" lives here
 and nowhere else; adapters only insert, update and delete rows (``ports.unit_of_work``). Every
 function is synchronous and runs inside ``UnitOfWork.run``.
+
+So do the cross-cutting appends (``domain.changes``): every create/update/delete appends an event
+to the change feed (``_event``), every update/delete of an episode, entity, relationship or summary
+appends a version to its history (``_versioned``) — in the same transaction as the change. A new
+write function (a PATCH, a bulk delete) calls these two helpers the same way.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from typing import Any
+
+from domain import changes
+from domain.errors import Invalid
 from domain.models import (
-    Entity, Episode, EpisodeChanges, Metadata, NewEntity, Owner, NewEpisode, NewRelationship, NewSummary,
-    Relationship, Session, Summary, Upserted,
+    Entity, Episode, EpisodeChanges, Metadata, NewEntity, NewEpisode, NewRelationship, NewSummary, Owner,
+    Relationship, Session, Summary, Upserted, utc_now,
 )
 from domain.record_kinds import ENTITIES, EPISODES, IN_SESSIONS, KINDS, SUMMARIES, RecordKind, Source
 from ports.unit_of_work import Transaction
 
+RELATIONSHIPS = "relationships"  # not a record kind (not embedded), but it has history and events
+
+
+def _event(tx: Transaction, kind: str, record: Any, op: changes.EventOp, at: str | None = None) -> None:
+    session_id = record.id if kind == "sessions" else getattr(record, "session_id", None)
+    tx.events.append(kind, record.id, op, at or utc_now(), session_id, changes.owner_of(record))
+
+
+def _versioned(tx: Transaction, kind: str, before: Any, after: Any | None) -> None:
+    """Append the version (and the event) of one update (``after`` given) or delete (``after`` None)."""
+    old, new = changes.image(before), None if after is None else changes.image(after)
+    changed = changes.changed_fields(old, new)
+    op: changes.HistoryOp = "deleted" if after is None else "updated"
+    at = utc_now()
+    tx.history.append(kind, before.id, op, at, changes.actor.get(), old, new, changed,
+                      getattr(before, "session_id", None), changes.owner_of(before))
+    _event(tx, kind, before, op, at)
+
+
+def forget_history_of_user(tx: Transaction, user_id: str) -> int:
+    """Forgetting a user forgets the history of every record they owned (call it in the unit that
+    deletes the user's records); returns how many versions went."""
+    return tx.history.forget_user(user_id)
+
+
+def forget_history(tx: Transaction, kind: str, record_ids: Sequence[int]) -> int:
+    """Forget the history of named records (e.g. a user's records, by id); returns how many versions."""
+    return tx.history.forget_records(kind, record_ids)
+
 
 def create_session(tx: Transaction, external_id: str, metadata: Metadata, owner: Owner = Owner()) -> Session:
-    return tx.sessions.create(external_id, metadata, owner)
+    session = tx.sessions.create(external_id, metadata, owner)
+    _event(tx, "sessions", session, "created")
+    return session
 
 
 def update_session(tx: Transaction, session_id: int, metadata: Metadata) -> Session | None:
-    return tx.sessions.update(session_id, metadata)
+    session = tx.sessions.update(session_id, metadata)
+    if session is not None:
+        _event(tx, "sessions", session, "updated")
+    return session
 
 
 def delete_session(tx: Transaction, session_id: int) -> bool:
+    """A session's episodes and summaries go with it, and so does their history (forgetting a
+    conversation forgets how its records changed); the feed says ``sessions deleted`` once."""
     if not tx.sessions.delete(session_id):
         return False
     for kind in IN_SESSIONS:  # its records went with it: so do their points
         tx.outbox.enqueue(kind.name, "delete_session", [session_id])
+    tx.history.forget_session(session_id)
+    tx.events.append("sessions", session_id, "deleted", utc_now(), session_id, None)
     return True
 
 
 def add_episodes(tx: Transaction, new: Sequence[NewEpisode]) -> list[Episode]:
     episodes = tx.episodes.insert(new)
     tx.outbox.enqueue(EPISODES.name, "upsert", [e.id for e in episodes])
+    at = utc_now()
+    for episode in episodes:
+        _event(tx, EPISODES.name, episode, "created", at)
     return episodes
 
 
@@ -46,47 +96,109 @@ def update_episode(tx: Transaction, episode_id: int, changes: EpisodeChanges) ->
     before, after = changed
     if EPISODES.text(before) != EPISODES.text(after):
         tx.outbox.enqueue(EPISODES.name, "upsert", [episode_id])
+    _versioned(tx, EPISODES.name, before, after)
     return after
 
 
 def delete_episode(tx: Transaction, episode_id: int) -> bool:
-    return _deleted(tx, EPISODES, tx.episodes.delete(episode_id), episode_id)
+    before = tx.episodes.get(episode_id)
+    return _deleted(tx, EPISODES, before, tx.episodes.delete(episode_id))
 
 
 def upsert_entity(tx: Transaction, new: NewEntity) -> Upserted[Entity]:
     upserted = tx.entities.upsert(new)
     tx.outbox.enqueue(ENTITIES.name, "upsert", [upserted.item.id])
+    if upserted.before is None:
+        _event(tx, ENTITIES.name, upserted.item, "created")
+    else:
+        _versioned(tx, ENTITIES.name, upserted.before, upserted.item)
     return upserted
 
 
 def delete_entity(tx: Transaction, entity_id: int) -> bool:
-    return _deleted(tx, ENTITIES, tx.entities.delete(entity_id), entity_id)
+    before, edges = tx.entities.get(entity_id), tx.entities.edges_of(entity_id)
+    deleted = _deleted(tx, ENTITIES, before, tx.entities.delete(entity_id))
+    if deleted:
+        for edge in edges:  # its relationships went with it
+            _versioned(tx, RELATIONSHIPS, edge, None)
+    return deleted
 
 
 def relate(tx: Transaction, new: NewRelationship) -> Upserted[Relationship]:
-    return tx.entities.relate(new)
+    """Upsert an edge of (from, to, label). Which one: the edge of the triple that began at the
+    given ``valid_from``; else the open edge (no ``valid_to``) — unless the new edge is a closed
+    interval wholly before it, which is a separate past edge. None of those: a new edge. Without
+    validity this is the seed's upsert by triple exactly. ``supersedes`` first closes the other open
+    edges of (from, label) where the new one begins (or now)."""
+    if new.valid_from is not None and new.valid_to is not None and new.valid_to <= new.valid_from:
+        raise Invalid("validTo must be later than validFrom", field="validTo")
+    same = tx.entities.edges(new.from_id, new.label, new.to_id)
+    target = next((e for e in same if new.valid_from is not None and e.valid_from == new.valid_from), None)
+    current = next((e for e in same if e.valid_to is None), None)
+    before_current = (current is not None and new.valid_to is not None and current.valid_from is not None
+                      and new.valid_to <= current.valid_from)
+    if new.supersedes:
+        begins = new.valid_from or utc_now()
+        for old in tx.entities.edges(new.from_id, new.label):
+            if old.valid_to is None and old.to_id != new.to_id:
+                end = max(begins, old.valid_from) if old.valid_from else begins
+                _versioned(tx, RELATIONSHIPS, old, tx.entities.set_edge(old.id, old.metadata, old.valid_from, end))
+    if target is not None:
+        upserted = Upserted(tx.entities.set_edge(target.id, new.metadata, target.valid_from, new.valid_to), False,
+                            target)
+    elif before_current:
+        upserted = Upserted(tx.entities.add_edge(new), True)
+    else:
+        upserted = tx.entities.relate(new)
+    after = upserted.item
+    if after.valid_from is not None and after.valid_to is not None and after.valid_to <= after.valid_from:
+        raise Invalid("validTo must be later than validFrom", field="validTo")
+    if upserted.before is None:
+        _event(tx, RELATIONSHIPS, after, "created")
+    else:
+        _versioned(tx, RELATIONSHIPS, upserted.before, after)
+    return upserted
 
 
 def unrelate(tx: Transaction, from_id: int, to_id: int, label: str) -> bool:
-    return tx.entities.unrelate(from_id, to_id, label)
+    """Delete the edges of (from, to, label), open and closed; each gets its ``deleted`` version."""
+    edges = tx.entities.edges(from_id, label, to_id)
+    if not tx.entities.unrelate(from_id, to_id, label):
+        return False
+    for edge in edges:
+        _versioned(tx, RELATIONSHIPS, edge, None)
+    return True
 
 
 def add_summary(tx: Transaction, new: NewSummary) -> Summary:
     summary = tx.summaries.insert(new)
     tx.outbox.enqueue(SUMMARIES.name, "upsert", [summary.id])
+    _event(tx, SUMMARIES.name, summary, "created")
     return summary
 
 
 def delete_summary(tx: Transaction, summary_id: int) -> bool:
-    return _deleted(tx, SUMMARIES, tx.summaries.delete(summary_id), summary_id)
+    before = tx.summaries.get(summary_id)
+    return _deleted(tx, SUMMARIES, before, tx.summaries.delete(summary_id))
+
+
+def jobs_completed(tx: Transaction, jobs: Sequence[Any]) -> None:
+    """The worker finished ``jobs`` (outbox jobs): they go, and each upsert of a record that still
+    exists means it is now embedded (an ``embedded`` event, with its session and owner)."""
+    tx.outbox.complete([job.id for job in jobs])
+    at = utc_now()
+    for job in jobs:
+        if job.op == "upsert" and job.collection in KINDS:
+            record = getattr(tx, KINDS[job.collection].room).get(job.ref_id)
+            if record is not None:
+                _event(tx, job.collection, record, "embedded", at)
 
 
 def forget_user(tx: Transaction, user_id: str) -> dict[str, int]:
     """Everything ``user_id`` owns, gone in this one unit: their sessions with the episodes and
     summaries in them, their entities and relationships (keyword rows and stored embeddings go with
     the rows), and a vector delete job for each. Answers how many of each kind went.
-    Every record of a user that another part of the domain keeps (history, events) is deleted
-    here too, in the same unit."""
+    The history of everything they owned is deleted in the same unit."""
     sessions, episodes, summaries = tx.sessions.delete_owned(user_id)
     if sessions:
         for kind in IN_SESSIONS:  # the points of the sessions' records, as delete_session does
@@ -94,8 +206,9 @@ def forget_user(tx: Transaction, user_id: str) -> dict[str, int]:
     entities, relationships = tx.entities.delete_owned(user_id)
     if entities:
         tx.outbox.enqueue(ENTITIES.name, "delete", entities)
+    history = forget_history_of_user(tx, user_id)  # forgetting means forgetting: their versions too
     return {"sessions": len(sessions), "episodes": episodes, "summaries": summaries,
-            "entities": len(entities), "relationships": relationships}
+            "entities": len(entities), "relationships": relationships, "history": history}
 
 
 def purge_expired(tx: Transaction, now: str, limit: int) -> dict[str, int]:
@@ -115,9 +228,10 @@ def reindex(tx: Transaction, collection: Source) -> int:
     return tx.outbox.enqueue_every(collection)
 
 
-def _deleted(tx: Transaction, kind: RecordKind, deleted: bool, record_id: int) -> bool:
+def _deleted(tx: Transaction, kind: RecordKind, before: Any, deleted: bool) -> bool:
     if deleted:
-        tx.outbox.enqueue(kind.name, "delete", [record_id])
+        tx.outbox.enqueue(kind.name, "delete", [before.id])
+        _versioned(tx, kind.name, before, None)
     return deleted
 
 

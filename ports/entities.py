@@ -33,18 +33,25 @@ class Entities(Protocol):
         with ``user_id``, only that user's entities and the global ones (no owner)."""
         ...
 
-    async def relationships_of(self, entity_id: int, direction: Direction) -> list[Relationship]:
-        """Edges out of / into / both ways of an entity, oldest first (created_at, then id)."""
+    async def relationships_of(self, entity_id: int, direction: Direction,
+                               as_of: str | None = None) -> list[Relationship]:
+        """Edges out of / into / both ways of an entity, oldest first (created_at, then id); with
+        ``as_of`` (a canonical timestamp) only those valid then (``Relationship.valid_at``)."""
         ...
 
 
 class EntityWrites(Protocol):
     """Synchronous writes, valid only inside ``UnitOfWork.run``."""
 
+    def get(self, entity_id: int) -> Entity | None:
+        """The entity as this unit sees it."""
+        ...
+
     def upsert(self, entity: NewEntity) -> Upserted[Entity]:
         """Create by (user_id, name, type) — ``user_id`` None is the global entity of that name and
         type, as before owners existed — or replace notes/metadata/expires_at of the existing one
-        (``created`` False). An expiresAt that is not a timestamp raises ``Invalid`` (``expiresAt``)."""
+        (``created`` False, ``before`` the entity as it was). An expiresAt that is not a timestamp
+        raises ``Invalid`` (``expiresAt``)."""
         ...
 
     def delete(self, entity_id: int) -> bool:
@@ -52,11 +59,32 @@ class EntityWrites(Protocol):
         ...
 
     def relate(self, relationship: NewRelationship) -> Upserted[Relationship]:
-        """Create by (from_id, to_id, label) or replace its metadata; an unknown end raises
-        ``NotFound`` (field ``fromId`` / ``toId``)."""
+        """Create the open edge (``valid_to`` None) of (from_id, to_id, label), or replace its
+        metadata, validity (``valid_from`` kept when not given) and so maybe close it (``created``
+        False, ``before`` as it was). At most one edge of a triple is open; closed ones are kept
+        beside it. An unknown end raises ``NotFound`` (field ``fromId`` / ``toId``)."""
         ...
 
-    def unrelate(self, from_id: int, to_id: int, label: str) -> bool: ...
+    def unrelate(self, from_id: int, to_id: int, label: str) -> bool:
+        """Delete every edge of (from_id, to_id, label), open and closed; ``False`` when none."""
+        ...
+
+    def edges(self, from_id: int, label: str, to_id: int | None = None) -> list[Relationship]:
+        """Edges out of ``from_id`` with ``label`` (and to ``to_id`` when given), by id."""
+        ...
+
+    def add_edge(self, relationship: NewRelationship) -> Relationship:
+        """Insert a CLOSED edge (``valid_to`` given) beside the triple's others; both ends exist."""
+        ...
+
+    def edges_of(self, entity_id: int) -> list[Relationship]:
+        """Every edge from or to the entity, by id (what deleting it deletes)."""
+        ...
+
+    def set_edge(self, relationship_id: int, metadata: dict, valid_from: str | None,
+                 valid_to: str | None) -> Relationship:
+        """Replace an existing edge's metadata and validity; returns it as stored."""
+        ...
 
     def delete_owned(self, user_id: str) -> tuple[list[int], int]:
         """Delete every entity of ``user_id`` (with every relationship from or to one) and every

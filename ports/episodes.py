@@ -45,6 +45,10 @@ class EpisodeWrites(Protocol):
         The keyword index follows the text at once."""
         ...
 
+    def get(self, episode_id: int) -> Episode | None:
+        """The episode as this unit sees it."""
+        ...
+
     def delete(self, episode_id: int) -> bool: ...
 
     def delete_expired(self, now: str, limit: int) -> list[int]:

@@ -54,6 +54,10 @@ class OutboxWrites(Protocol):
         """One job per id, due now, in the order given."""
         ...
 
+    def complete(self, job_ids: Sequence[int]) -> None:
+        """As ``EmbeddingOutbox.complete``, inside a unit (so what the completion means commits with it)."""
+        ...
+
     def enqueue_every(self, collection: Source) -> int:
         """An ``upsert`` job for every record of ``collection`` (by id); returns how many."""
         ...

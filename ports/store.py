@@ -11,6 +11,8 @@ from typing import Protocol
 
 from ports.entities import Entities
 from ports.episodes import Episodes
+from ports.events import Events
+from ports.history import History
 from ports.keyword_index import KeywordIndex
 from ports.operations import StoreOperations
 from ports.outbox import EmbeddingOutbox
@@ -34,5 +36,9 @@ class Store(Protocol):
     def outbox(self) -> EmbeddingOutbox: ...
     @property
     def operations(self) -> StoreOperations: ...
+    @property
+    def history(self) -> History: ...
+    @property
+    def events(self) -> Events: ...
     @property
     def uow(self) -> UnitOfWork: ...

@@ -27,6 +27,10 @@ class SummaryWrites(Protocol):
         """Insert; an unknown session raises ``NotFound`` (field ``sessionId``)."""
         ...
 
+    def get(self, summary_id: int) -> Summary | None:
+        """The summary as this unit sees it."""
+        ...
+
     def delete(self, summary_id: int) -> bool: ...
 
     def delete_expired(self, now: str, limit: int) -> list[int]:

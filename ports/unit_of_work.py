@@ -24,6 +24,8 @@ from typing import Protocol, TypeVar
 
 from ports.entities import EntityWrites
 from ports.episodes import EpisodeWrites
+from ports.events import EventWrites
+from ports.history import HistoryWrites
 from ports.outbox import OutboxWrites
 from ports.sessions import SessionWrites
 from ports.summaries import SummaryWrites
@@ -39,6 +41,8 @@ class Transaction(Protocol):
     entities: EntityWrites
     summaries: SummaryWrites
     outbox: OutboxWrites
+    history: HistoryWrites
+    events: EventWrites
 
 
 class UnitOfWork(Protocol):

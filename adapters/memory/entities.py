@@ -42,10 +42,11 @@ class MemoryEntities:
                  and re.search(rf"(?<!\w){re.escape(e.name.casefold())}(?!\w)", haystack)]
         return found[:limit]
 
-    async def relationships_of(self, entity_id: int, direction: Direction) -> list[Relationship]:
+    async def relationships_of(self, entity_id: int, direction: Direction,
+                               as_of: str | None = None) -> list[Relationship]:
         def wanted(r: Relationship) -> bool:
-            return (direction in ("out", "both") and r.from_id == entity_id) or (
-                direction in ("in", "both") and r.to_id == entity_id)
+            return ((direction in ("out", "both") and r.from_id == entity_id) or (
+                direction in ("in", "both") and r.to_id == entity_id)) and (as_of is None or r.valid_at(as_of))
 
         return sorted(filter(wanted, self._s.relationships.values()), key=lambda r: (r.created_at, r.id))
 
@@ -53,6 +54,9 @@ class MemoryEntities:
 class EntityTx:
     def __init__(self, state: MemoryState) -> None:
         self._s = state
+
+    def get(self, entity_id: int) -> Entity | None:
+        return self._s.entities.get(entity_id)
 
     def upsert(self, entity: NewEntity) -> Upserted[Entity]:
         now, expires = utc_now(), expiry(entity.expires_at)
@@ -65,7 +69,7 @@ class EntityTx:
             out = replace(old, notes=entity.notes, metadata=stored(entity.metadata), updated_at=now,
                           expires_at=expires)
         self._s.entities[out.id] = out
-        return Upserted(out, old is None)
+        return Upserted(out, old is None, old)
 
     def delete(self, entity_id: int) -> bool:
         if self._s.entities.pop(entity_id, None) is None:
@@ -79,15 +83,17 @@ class EntityTx:
         for field, entity_id in (("fromId", r.from_id), ("toId", r.to_id)):
             if entity_id not in self._s.entities:
                 raise NotFound(f"entity {entity_id} does not exist", field=field)
-        old = next((x for x in self._s.relationships.values()
-                    if (x.from_id, x.to_id, x.label) == (r.from_id, r.to_id, r.label)), None)
-        if old is None:
-            out = Relationship(self._s.next_id("relationships"), r.from_id, r.to_id, r.label,
-                               stored(r.metadata), utc_now(), r.user_id)
-        else:
-            out = replace(old, metadata=stored(r.metadata))
+        old = next((x for x in self.edges(r.from_id, r.label, r.to_id) if x.valid_to is None), None)
+        if old is not None:
+            return Upserted(self.set_edge(old.id, r.metadata, r.valid_from or old.valid_from, r.valid_to), False, old)
+        return Upserted(self.add_edge(r), True)
+
+    def add_edge(self, relationship: NewRelationship) -> Relationship:
+        r = relationship
+        out = Relationship(self._s.next_id("relationships"), r.from_id, r.to_id, r.label,
+                           stored(r.metadata), utc_now(), r.user_id, valid_from=r.valid_from, valid_to=r.valid_to)
         self._s.relationships[out.id] = out
-        return Upserted(out, old is None)
+        return out
 
     def delete_owned(self, user_id: str) -> tuple[list[int], int]:
         ids = sorted(i for i, e in self._s.entities.items() if e.user_id == user_id)
@@ -100,11 +106,25 @@ class EntityTx:
         return ids, len(doomed)
 
     def unrelate(self, from_id: int, to_id: int, label: str) -> bool:
-        for rel_id, r in list(self._s.relationships.items()):
-            if (r.from_id, r.to_id, r.label) == (from_id, to_id, label):
-                del self._s.relationships[rel_id]
-                return True
-        return False
+        gone = [x.id for x in self.edges(from_id, label, to_id)]
+        for rel_id in gone:
+            del self._s.relationships[rel_id]
+        return bool(gone)
+
+    def edges(self, from_id: int, label: str, to_id: int | None = None) -> list[Relationship]:
+        return sorted((x for x in self._s.relationships.values() if x.from_id == from_id and x.label == label
+                       and (to_id is None or x.to_id == to_id)), key=lambda x: x.id)
+
+    def edges_of(self, entity_id: int) -> list[Relationship]:
+        return sorted((x for x in self._s.relationships.values() if entity_id in (x.from_id, x.to_id)),
+                      key=lambda x: x.id)
+
+    def set_edge(self, relationship_id: int, metadata: dict, valid_from: str | None,
+                 valid_to: str | None) -> Relationship:
+        out = replace(self._s.relationships[relationship_id], metadata=stored(metadata), valid_from=valid_from,
+                      valid_to=valid_to)
+        self._s.relationships[relationship_id] = out
+        return out
 
     def delete_expired(self, now: str, limit: int) -> list[int]:
         table = self._s.entities

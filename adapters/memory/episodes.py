@@ -81,6 +81,9 @@ class EpisodeTx:
         self._s.episodes[episode_id] = new
         return old, new
 
+    def get(self, episode_id: int) -> Episode | None:
+        return self._s.episodes.get(episode_id)
+
     def delete(self, episode_id: int) -> bool:
         return self._s.episodes.pop(episode_id, None) is not None
 

@@ -74,6 +74,11 @@ class OutboxTx:
             self._s.outbox[job_id] = OutboxJob(job_id, collection, op, ref_id, 0, now)
             self._s.retry_at[job_id] = now
 
+    def complete(self, job_ids: Sequence[int]) -> None:
+        for job_id in job_ids:
+            self._s.outbox.pop(job_id, None)
+            self._s.retry_at.pop(job_id, None)
+
     def enqueue_every(self, collection: Source) -> int:
         ids = sorted(getattr(self._s, KINDS[collection].name))  # each kind's table carries its name
         self.enqueue(collection, "upsert", ids)

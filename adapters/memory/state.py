@@ -7,9 +7,11 @@ from dataclasses import dataclass, field
 
 from domain.errors import Invalid
 from domain.models import Entity, Episode, Metadata, Page, Relationship, Session, Summary, format_timestamp, parse_timestamp, utc_now
+from domain.changes import Event, Version
 from domain.outbox import OutboxJob
 
-_TABLES = ("sessions", "episodes", "entities", "relationships", "summaries", "outbox", "retry_at", "last_ids")
+_TABLES = ("sessions", "episodes", "entities", "relationships", "summaries", "outbox", "retry_at", "last_ids",
+           "history", "events")
 
 
 @dataclass
@@ -22,6 +24,8 @@ class MemoryState:
     outbox: dict[int, OutboxJob] = field(default_factory=dict)
     retry_at: dict[int, str] = field(default_factory=dict)
     last_ids: dict[str, int] = field(default_factory=dict)
+    history: dict[int, Version] = field(default_factory=dict)
+    events: dict[int, Event] = field(default_factory=dict)
 
     def next_id(self, table: str) -> int:
         """Ids count up per table from 1 (a rolled-back unit gives its ids back, as SQLite does)."""

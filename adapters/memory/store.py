@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from adapters.memory.entities import MemoryEntities
 from adapters.memory.episodes import MemoryEpisodes
+from adapters.memory.history import MemoryEvents, MemoryHistory
 from adapters.memory.keyword_index import MemoryKeywordIndex
 from adapters.memory.operations import MemoryOperations
 from adapters.memory.outbox import MemoryOutbox
@@ -15,10 +16,11 @@ from adapters.memory.sessions import MemorySessions
 from adapters.memory.state import MemoryState
 from adapters.memory.summaries import MemorySummaries
 from adapters.memory.unit_of_work import MemoryUnitOfWork
+from domain.changes import DEFAULT_EVENT_RETENTION
 
 
 class MemoryStore:
-    def __init__(self) -> None:
+    def __init__(self, event_retention: int = DEFAULT_EVENT_RETENTION) -> None:
         self.state = state = MemoryState()
         self.sessions = MemorySessions(state)
         self.episodes = MemoryEpisodes(state)
@@ -27,7 +29,9 @@ class MemoryStore:
         self.keywords = MemoryKeywordIndex(state)
         self.outbox = MemoryOutbox(state)
         self.operations = MemoryOperations(state)
-        self.uow = MemoryUnitOfWork(state)
+        self.history = MemoryHistory(state)
+        self.events = MemoryEvents(state)
+        self.uow = MemoryUnitOfWork(state, event_retention)
 
     async def close(self) -> None:
         await self.operations.close()

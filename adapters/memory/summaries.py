@@ -42,6 +42,9 @@ class SummaryTx:
         self._s.summaries[out.id] = out
         return out
 
+    def get(self, summary_id: int) -> Summary | None:
+        return self._s.summaries.get(summary_id)
+
     def delete(self, summary_id: int) -> bool:
         return self._s.summaries.pop(summary_id, None) is not None
 

@@ -48,10 +48,15 @@ class SqliteEntities(Reads):
         words = [e for e in found if re.search(rf"(?<!\w){re.escape(e.name.casefold())}(?!\w)", haystack)]
         return words[:limit]
 
-    async def relationships_of(self, entity_id: int, direction: Direction) -> list[Relationship]:
-        params = (entity_id, entity_id) if direction == "both" else (entity_id,)
+    async def relationships_of(self, entity_id: int, direction: Direction,
+                               as_of: str | None = None) -> list[Relationship]:
+        params: tuple = (entity_id, entity_id) if direction == "both" else (entity_id,)
+        valid = ""
+        if as_of is not None:
+            valid = " AND (valid_from IS NULL OR valid_from <= ?) AND (valid_to IS NULL OR valid_to > ?)"
+            params += (as_of, as_of)
         return await self._all(
-            f"SELECT * FROM relationships WHERE {_EDGES[direction]} ORDER BY created_at, id", params,
+            f"SELECT * FROM relationships WHERE {_EDGES[direction]}{valid} ORDER BY created_at, id", params,
             rows.relationship_of,
         )
 
@@ -59,13 +64,18 @@ class SqliteEntities(Reads):
 class EntityTx(Writes):
     __slots__ = ()
 
+    def get(self, entity_id: int) -> Entity | None:
+        row = self._conn.execute("SELECT * FROM entities WHERE id = ?", (entity_id,)).fetchone()
+        return rows.entity_of(row) if row else None
+
     def upsert(self, entity: NewEntity) -> Upserted[Entity]:
         conn, now = self._conn, utc_now()
         expires = rows.expiry_timestamp(entity.expires_at)
         row = conn.execute(  # ifnull(user_id, ''): the unique index's key, so the lookup uses it
-            "SELECT id FROM entities WHERE ifnull(user_id, '') = ? AND name = ? AND type = ?",
+            "SELECT * FROM entities WHERE ifnull(user_id, '') = ? AND name = ? AND type = ?",
             (entity.user_id or "", entity.name, entity.type),
         ).fetchone()
+        before = None
         if row is None:
             cur = conn.execute(
                 "INSERT INTO entities(name, type, notes, metadata, created_at, updated_at, user_id, expires_at)"
@@ -75,13 +85,13 @@ class EntityTx(Writes):
             )
             entity_id, created = cur.lastrowid, True
         else:
-            entity_id, created = row["id"], False
+            entity_id, created, before = row["id"], False, rows.entity_of(row)
             conn.execute(
                 "UPDATE entities SET notes = ?, metadata = ?, updated_at = ?, expires_at = ? WHERE id = ?",
                 (entity.notes, rows.dump_metadata(entity.metadata), now, expires, entity_id),
             )
         stored = conn.execute("SELECT * FROM entities WHERE id = ?", (entity_id,)).fetchone()
-        return Upserted(rows.entity_of(stored), created)
+        return Upserted(rows.entity_of(stored), created, before)
 
     def delete(self, entity_id: int) -> bool:
         return self._delete("entities", entity_id)  # relationships go by ON DELETE CASCADE
@@ -91,22 +101,25 @@ class EntityTx(Writes):
         for field, entity_id in (("fromId", r.from_id), ("toId", r.to_id)):
             if conn.execute("SELECT 1 FROM entities WHERE id = ?", (entity_id,)).fetchone() is None:
                 raise NotFound(f"entity {entity_id} does not exist", field=field)
-        meta = rows.dump_metadata(r.metadata)
-        cur = conn.execute(
-            "INSERT INTO relationships(from_id, to_id, label, metadata, created_at, user_id) VALUES (?,?,?,?,?,?)"
-            " ON CONFLICT(from_id, to_id, label) DO NOTHING",
-            (r.from_id, r.to_id, r.label, meta, utc_now(), r.user_id),
-        )
-        created = cur.rowcount == 1
-        if not created:
-            conn.execute(
-                "UPDATE relationships SET metadata = ? WHERE from_id = ? AND to_id = ? AND label = ?",
-                (meta, r.from_id, r.to_id, r.label),
-            )
         row = conn.execute(
-            "SELECT * FROM relationships WHERE from_id = ? AND to_id = ? AND label = ?", (r.from_id, r.to_id, r.label),
+            "SELECT * FROM relationships WHERE from_id = ? AND to_id = ? AND label = ? AND valid_to IS NULL",
+            (r.from_id, r.to_id, r.label),
         ).fetchone()
-        return Upserted(rows.relationship_of(row), created)
+        if row is not None:
+            before = rows.relationship_of(row)
+            after = self.set_edge(before.id, r.metadata, r.valid_from or before.valid_from, r.valid_to)
+            return Upserted(after, False, before)
+        return Upserted(self.add_edge(r), True)
+
+    def add_edge(self, relationship: NewRelationship) -> Relationship:
+        r = relationship
+        cur = self._conn.execute(
+            "INSERT INTO relationships(from_id, to_id, label, metadata, created_at, valid_from, valid_to, user_id)"
+            " VALUES (?,?,?,?,?,?,?,?)",
+            (r.from_id, r.to_id, r.label, rows.dump_metadata(r.metadata), utc_now(), r.valid_from, r.valid_to,
+             r.user_id),
+        )
+        return self._edge(cur.lastrowid)
 
     def delete_owned(self, user_id: str) -> tuple[list[int], int]:
         conn = self._conn
@@ -127,3 +140,25 @@ class EntityTx(Writes):
         return [r[0] for r in self._conn.execute(
             "DELETE FROM entities WHERE id IN (SELECT id FROM entities WHERE expires_at IS NOT NULL AND expires_at <= ?"
             " ORDER BY expires_at, id LIMIT ?) RETURNING id", (now, limit))]
+
+    def edges(self, from_id: int, label: str, to_id: int | None = None) -> list[Relationship]:
+        sql, params = "SELECT * FROM relationships WHERE from_id = ? AND label = ?", [from_id, label]
+        if to_id is not None:
+            sql, params = sql + " AND to_id = ?", [*params, to_id]
+        return [rows.relationship_of(x) for x in self._conn.execute(sql + " ORDER BY id", params)]
+
+    def edges_of(self, entity_id: int) -> list[Relationship]:
+        return [rows.relationship_of(x) for x in self._conn.execute(
+            "SELECT * FROM relationships WHERE from_id = ? OR to_id = ? ORDER BY id", (entity_id, entity_id))]
+
+    def set_edge(self, relationship_id: int, metadata: dict, valid_from: str | None,
+                 valid_to: str | None) -> Relationship:
+        self._conn.execute(
+            "UPDATE relationships SET metadata = ?, valid_from = ?, valid_to = ? WHERE id = ?",
+            (rows.dump_metadata(metadata), valid_from, valid_to, relationship_id),
+        )
+        return self._edge(relationship_id)
+
+    def _edge(self, relationship_id: int) -> Relationship:
+        return rows.relationship_of(
+            self._conn.execute("SELECT * FROM relationships WHERE id = ?", (relationship_id,)).fetchone())

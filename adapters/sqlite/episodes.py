@@ -109,6 +109,10 @@ class EpisodeTx(Writes):
         )
         return old, replace(old, user_message=user, ai_response=ai, token_count=tokens, metadata=meta)
 
+    def get(self, episode_id: int) -> Episode | None:
+        row = self._conn.execute("SELECT * FROM episodes WHERE id = ?", (episode_id,)).fetchone()
+        return rows.episode_of(row) if row else None
+
     def delete(self, episode_id: int) -> bool:
         return self._delete("episodes", episode_id)
 

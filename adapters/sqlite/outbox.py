@@ -89,6 +89,11 @@ class OutboxTx(Writes):
         elif rows_:
             self._conn.executemany(_INSERT, rows_)
 
+    def complete(self, job_ids: Sequence[int]) -> None:
+        ids = list(job_ids)
+        if ids:
+            self._conn.execute(f"DELETE FROM embedding_outbox WHERE id IN ({in_list(ids)})", ids)
+
     def enqueue_every(self, collection: Source) -> int:
         now = utc_now()
         table = KINDS[collection].name  # each kind's rows live in the table of its name

@@ -60,7 +60,7 @@ def entity_of(row: sqlite3.Row) -> Entity:
 def relationship_of(row: sqlite3.Row) -> Relationship:
     return Relationship(
         row["id"], row["from_id"], row["to_id"], row["label"], _meta(row["metadata"]), row["created_at"],
-        row["user_id"],
+        user_id=row["user_id"], valid_from=row["valid_from"], valid_to=row["valid_to"],
     )
 
 

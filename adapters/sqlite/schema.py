@@ -7,6 +7,7 @@ each version's statements and the version bump run in one transaction.
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 
 _FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"
 
@@ -39,7 +40,43 @@ def _forget_embedding(table: str, text_columns: list[str]) -> list[str]:
     ]
 
 
-MIGRATIONS: list[list[str]] = [
+_RELATIONSHIP_COLUMNS = {
+    "id": "INTEGER PRIMARY KEY AUTOINCREMENT",
+    "from_id": "INTEGER NOT NULL REFERENCES entities(id) ON DELETE CASCADE",
+    "to_id": "INTEGER NOT NULL REFERENCES entities(id) ON DELETE CASCADE",
+    "label": "TEXT NOT NULL",
+    "metadata": "TEXT NOT NULL DEFAULT '{}'",
+    "created_at": "TEXT NOT NULL",
+}
+
+
+def _rebuild_relationships_for_validity(conn: sqlite3.Connection) -> None:
+    """Rebuild ``relationships`` without its table-level UNIQUE(from_id, to_id, label) and with
+    ``valid_from``/``valid_to``, keeping every row, id, column and index it has by then — whatever
+    migrations ran before this one added (an owner column, its index), so the order of the
+    migrations around it does not matter. The id sequence is carried over: no deleted edge's id
+    (which its history names) is handed out again."""
+    columns = [(row[1], row[2], row[3], row[4]) for row in conn.execute("PRAGMA table_info(relationships)")]
+    indexes = [sql for (sql,) in conn.execute(
+        "SELECT sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'relationships' AND sql IS NOT NULL")]
+    definitions = [f"{name} {_RELATIONSHIP_COLUMNS[name]}" if name in _RELATIONSHIP_COLUMNS else
+                   f"{name} {kind}{' NOT NULL' if not_null else ''}{f' DEFAULT {default}' if default is not None else ''}"
+                   for name, kind, not_null, default in columns]
+    names = ", ".join(name for name, *_ in columns)
+    conn.execute(f"CREATE TABLE relationships_valid ({', '.join(definitions)}, valid_from TEXT, valid_to TEXT)")
+    conn.execute(f"INSERT INTO relationships_valid({names}) SELECT {names} FROM relationships")
+    conn.execute("DELETE FROM sqlite_sequence WHERE name = 'relationships_valid'")
+    conn.execute("INSERT INTO sqlite_sequence(name, seq) SELECT 'relationships_valid', seq FROM sqlite_sequence"
+                 " WHERE name = 'relationships'")
+    conn.execute("DROP TABLE relationships")
+    conn.execute("ALTER TABLE relationships_valid RENAME TO relationships")
+    for sql in indexes:
+        conn.execute(sql)
+
+
+# A migration step is one SQL statement, or a function of the connection for what one static
+# statement cannot say (it runs inside the same transaction).
+MIGRATIONS: list[list[str | Callable[[sqlite3.Connection], None]]] = [
     # version 1: the seed's five tables, their keyword indexes and the embedding outbox
     [
         """CREATE TABLE sessions (
@@ -202,6 +239,38 @@ MIGRATIONS: list[list[str]] = [
         "INSERT OR REPLACE INTO index_meta(key, value) SELECT 'reindex', 'entities,episodes,summaries'"
         " WHERE EXISTS (SELECT 1 FROM embeddings)",
     ],
+    # issue 14c: record history, the change feed, and relationships valid in time. A triple
+    # (from_id, to_id, label) has at most one OPEN edge (valid_to NULL); closed ones are kept beside
+    # it, so the table-level UNIQUE becomes a partial unique index (a table rebuild: SQLite cannot
+    # drop a constraint; see _rebuild_relationships_for_validity).
+    [
+        """CREATE TABLE record_history (
+            version INTEGER PRIMARY KEY AUTOINCREMENT,
+            kind TEXT NOT NULL,
+            record_id INTEGER NOT NULL,
+            op TEXT NOT NULL,
+            at TEXT NOT NULL,
+            actor TEXT,
+            before TEXT,
+            after TEXT,
+            changed TEXT NOT NULL DEFAULT '[]',
+            session_id INTEGER,
+            user_id TEXT)""",
+        "CREATE INDEX idx_history_record ON record_history(kind, record_id, version)",
+        "CREATE INDEX idx_history_session ON record_history(session_id) WHERE session_id IS NOT NULL",
+        "CREATE INDEX idx_history_user ON record_history(user_id) WHERE user_id IS NOT NULL",
+        """CREATE TABLE change_events (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            kind TEXT NOT NULL,
+            record_id INTEGER NOT NULL,
+            op TEXT NOT NULL,
+            at TEXT NOT NULL,
+            session_id INTEGER,
+            user_id TEXT)""",
+        _rebuild_relationships_for_validity,
+        "CREATE UNIQUE INDEX idx_relationships_open ON relationships(from_id, to_id, label) WHERE valid_to IS NULL",
+        "CREATE INDEX idx_relationships_from ON relationships(from_id, label)",
+    ],
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -219,6 +288,6 @@ def migrate(conn: sqlite3.Connection) -> int:
         )
     for version in range(found, SCHEMA_VERSION):
         for statement in MIGRATIONS[version]:
-            conn.execute(statement)
+            statement(conn) if callable(statement) else conn.execute(statement)
         conn.execute(f"PRAGMA user_version = {version + 1}")
     return found

@@ -45,6 +45,10 @@ class SummaryTx(Writes):
         return Summary(cur.lastrowid, s.session_id, s.content, s.first_episode_id, s.last_episode_id,
                        s.episode_count, s.token_count, meta, now, owner[0], owner[1], expires)
 
+    def get(self, summary_id: int) -> Summary | None:
+        row = self._conn.execute("SELECT * FROM summaries WHERE id = ?", (summary_id,)).fetchone()
+        return rows.summary_of(row) if row else None
+
     def delete(self, summary_id: int) -> bool:
         return self._delete("summaries", summary_id)
 

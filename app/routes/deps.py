@@ -13,7 +13,9 @@ from litestar.openapi import ResponseSpec
 from litestar.openapi.spec import Example
 from litestar.params import Parameter
 
-from app.schemas import ErrorBody
+from app.schemas import ErrorBody, wire_timestamp
+from domain.errors import Invalid
+from domain.feed import EventService, HistoryService
 
 from domain.context import ContextService
 from domain.limits import MAX_ID, MAX_LIMIT, MAX_OFFSET
@@ -23,6 +25,19 @@ from domain.services import EntityService, EpisodeService, SessionService, Summa
 PathId = Annotated[int, Parameter(ge=1, le=MAX_ID, description="a positive integer id")]
 Limit = Annotated[int, Parameter(ge=1, le=MAX_LIMIT, description=f"page size, 1-{MAX_LIMIT}")]
 Offset = Annotated[int, Parameter(ge=0, le=MAX_OFFSET, description="rows to skip")]
+
+
+AS_OF = "an RFC 3339 date-time: only the edges valid at that moment (validFrom <= asOf < validTo)"
+
+
+def as_of_param(value: str | None) -> str | None:
+    """``asOf`` of a query string by the body rule (RFC 3339, then the supported range), canonical."""
+    if value is None:
+        return None
+    try:
+        return wire_timestamp(value, "asOf")
+    except ValueError as exc:
+        raise Invalid(str(exc), field="asOf") from None
 
 
 _INTEGER = re.compile(r"-?[0-9]+")  # a sign is let through so "-1" stays a 400 (out of range)
@@ -67,9 +82,15 @@ def dependencies(container) -> dict[str, Provide]:
     def user_service() -> UserService:
         return container.users()
 
+    def history_service() -> HistoryService:
+        return container.history()
+
+    def event_service() -> EventService:
+        return container.events()
+
     return {fn.__name__: Provide(fn, sync_to_thread=False) for fn in (
         session_service, episode_service, entity_service, summary_service, search_service, context_service,
-        user_service)}
+        user_service, history_service, event_service)}
 
 
 ERROR_DESCRIPTIONS = {

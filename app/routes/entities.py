@@ -4,9 +4,9 @@ from typing import Annotated, Literal
 
 from litestar import Controller, Response, delete, get, post
 from litestar.openapi import ResponseSpec
-from litestar.params import Parameter
+from litestar.params import Parameter, QueryParameter
 
-from app.routes.deps import Limit, Offset, PathId, errors
+from app.routes.deps import AS_OF, Limit, Offset, PathId, as_of_param, errors
 from app.routes.examples import DeleteRelationshipBody, UpsertEntityBody, UpsertRelationshipBody
 from app.schemas import (
     EntityOut, EntityPage, RelationshipOut, wire,
@@ -50,11 +50,14 @@ class EntityController(Controller):
 
     @get("/{entity_id:str}/relationships", summary="An entity's relationships (outgoing by default)",
           responses=errors(400, 404),
-          description='`direction=out|in|both`.')
+          description='`direction=out|in|both`; every edge, open and closed, unless `asOf` asks for '
+                      'those valid at one moment.')
     async def relationships(
-        self, entity_id: PathId, entity_service: EntityService, direction: Literal["out", "in", "both"] = "out"
+        self, entity_id: PathId, entity_service: EntityService, direction: Literal["out", "in", "both"] = "out",
+        as_of: Annotated[str | None, QueryParameter(name="asOf", description=AS_OF)] = None,
     ) -> list[RelationshipOut]:
-        return wire(await entity_service.relationships(entity_id, direction), list[RelationshipOut])
+        moment = as_of_param(as_of)
+        return wire(await entity_service.relationships(entity_id, direction, moment), list[RelationshipOut])
 
 
 class RelationshipController(Controller):
@@ -64,12 +67,17 @@ class RelationshipController(Controller):
     @post("/", summary="Upsert a relationship by (fromId, toId, label): 201 created, 200 updated",
           responses={**errors(400, 404, 413),
                      200: ResponseSpec(RelationshipOut, description="An existing relationship, updated")},
-          description='Both entities must exist.')
+          description=('Both entities must exist. A triple has at most one open edge (no `validTo`): '
+                       'upserting it replaces its metadata and validity. `validFrom`/`validTo` (RFC 3339) say '
+                       'when the fact held; `supersedes: true` first closes the other open edges of '
+                       '(fromId, label) at this edge\'s `validFrom` (or now), keeping them as history.'))
     async def upsert(self, data: UpsertRelationshipBody, entity_service: EntityService) -> Response[RelationshipOut]:
-        result = await entity_service.relate(NewRelationship(data.from_id, data.to_id, data.label, data.metadata, data.user_id))
+        result = await entity_service.relate(NewRelationship(
+            data.from_id, data.to_id, data.label, data.metadata, user_id=data.user_id,
+            valid_from=data.valid_from, valid_to=data.valid_to, supersedes=data.supersedes))
         return Response(wire(result.item, RelationshipOut), status_code=201 if result.created else 200)
 
-    @delete("/", summary="Delete a relationship named by {fromId, toId, label}",
+    @delete("/", summary="Delete a relationship named by {fromId, toId, label} (its open and closed edges)",
           responses=errors(400, 404), status_code=204)
     async def remove(self, data: DeleteRelationshipBody, entity_service: EntityService) -> None:
         await entity_service.unrelate(data.from_id, data.to_id, data.label)

@@ -40,12 +40,13 @@ class RetrievalController(Controller):
               'Recent episodes of the session, the most relevant older ones, matching summaries and the '
               'entities they mention with their relationships, deduplicated and cut to `tokenBudget`. '
               'With `userId` / `agentId` the relevant memory spans all their sessions (`sessionId` is then '
-              'optional and gives the recent episodes).'
+              'optional and gives the recent episodes). '
+              'Relationships are those valid at `asOf` (default now).'
           ), status_code=200)
     async def context(self, data: ContextRequestBody, context_service: ContextService) -> ContextOut:
         return context_out(await context_service.build(data.query, data.session_id, data.token_budget,
                                                data.recent_episodes, data.relevant_limit, data.ranker,
-                                               Owner(data.user_id, data.agent_id)))
+                                               Owner(data.user_id, data.agent_id), as_of=data.as_of))
 
     @get("/rankers", summary="Installed rankers and the plugin that provides each", responses=errors())
     async def rankers(self, state: State) -> list[RankerOut]:

@@ -12,8 +12,8 @@ import httpx
 from nexusai_memory_client import calls as c
 from nexusai_memory_client.calls import Call, Direction, Match, Source, T
 from nexusai_memory_client.models import (
-    ContextPackage, Entity, EntityPage, Episode, EpisodePage, EpisodeSearch, Meta, NewEpisode, Ranker, Relationship,
-    Forgotten, SearchResult, Session, SessionPage, Summary,
+    ContextPackage, Entity, EntityPage, Episode, EpisodePage, EpisodeSearch, Events, Forgotten, History,
+    Meta, NewEpisode, Ranker, Relationship, SearchResult, Session, SessionPage, Summary,
 )
 
 DEFAULT_TIMEOUT = 30.0
@@ -25,12 +25,15 @@ class AsyncMemoryClient:
     client (its own base URL, proxies, transport) replaces the default one."""
 
     def __init__(self, base_url: str = "http://127.0.0.1:3002", *, api_key: str | None = None,
-                 timeout: float = DEFAULT_TIMEOUT, http: httpx.AsyncClient | None = None) -> None:
-        self._http = http or httpx.AsyncClient(base_url=base_url, timeout=timeout, headers=c.headers(api_key))
+                 timeout: float = DEFAULT_TIMEOUT, http: httpx.AsyncClient | None = None,
+                 actor: str | None = None) -> None:
+        """``actor`` (sent as ``X-Actor``) names who makes this client's changes in record history."""
+        self._timeout = timeout
+        self._http = http or httpx.AsyncClient(base_url=base_url, timeout=timeout, headers=c.headers(api_key, actor))
 
     async def send(self, call: Call[T]) -> T:
         try:
-            response = await self._http.request(call.method, call.path, **call.request_args())
+            response = await self._http.request(call.method, call.path, **call.request_args(self._timeout))
         except httpx.HTTPError as exc:
             raise c.unreachable(exc) from exc
         return c.decode(call, response)
@@ -119,13 +122,27 @@ class AsyncMemoryClient:
     async def delete_entity(self, *, entity_id: int) -> None:
         return await self.send(c.delete_entity(entity_id=entity_id))
 
-    async def relationships(self, *, entity_id: int, direction: Direction = "out") -> list[Relationship]:
-        return await self.send(c.relationships(entity_id=entity_id, direction=direction))
+    async def relationships(self, *, entity_id: int, direction: Direction = "out",
+                            as_of: datetime | str | None = None) -> list[Relationship]:
+        """All edges, or with ``as_of`` those valid at that moment."""
+        return await self.send(c.relationships(entity_id=entity_id, direction=direction, as_of=as_of))
 
     async def upsert_relationship(self, *, from_id: int, to_id: int, label: str, metadata: Meta | None = None,
-                            user_id: str | None = None) -> Relationship:
+                                   user_id: str | None = None, valid_from: datetime | str | None = None,
+                                   valid_to: datetime | str | None = None, supersedes: bool = False) -> Relationship:
+        """``supersedes`` closes the other open edges of (from_id, label) where this one begins."""
         return await self.send(c.upsert_relationship(from_id=from_id, to_id=to_id, label=label, metadata=metadata,
-                                               user_id=user_id))
+                                                     user_id=user_id, valid_from=valid_from, valid_to=valid_to,
+                                                     supersedes=supersedes))
+
+    # -- history and the change feed --------------------------------------------------------------
+    async def history(self, *, kind: c.HistoryKind, record_id: int, after: int = 0, limit: int = 100) -> History:
+        """A record's versions oldest first (also after it was deleted); page with ``after=next_after``."""
+        return await self.send(c.history(kind=kind, record_id=record_id, after=after, limit=limit))
+
+    async def events(self, *, after: int = 0, limit: int = 100, wait: float = 0) -> Events:
+        """Changes after ``after``; ``wait`` seconds (up to 30) for one when there are none yet."""
+        return await self.send(c.events(after=after, limit=limit, wait=wait))
 
     async def delete_relationship(self, *, from_id: int, to_id: int, label: str) -> None:
         return await self.send(c.delete_relationship(from_id=from_id, to_id=to_id, label=label))
@@ -158,10 +175,10 @@ class AsyncMemoryClient:
 
     async def context(self, *, query: str, token_budget: int, session_id: int | None = None, recent_episodes: int = 5,
                 relevant_limit: int = 10, ranker: str | None = None, user_id: str | None = None,
-                agent_id: str | None = None) -> ContextPackage:
+                agent_id: str | None = None, as_of: datetime | str | None = None) -> ContextPackage:
         return await self.send(c.context(query=query, session_id=session_id, token_budget=token_budget,
                                    recent_episodes=recent_episodes, relevant_limit=relevant_limit, ranker=ranker,
-                                   user_id=user_id, agent_id=agent_id))
+                                   user_id=user_id, agent_id=agent_id, as_of=as_of))
 
     async def forget_user(self, *, user_id: str) -> Forgotten:
         """Delete everything ``user_id`` owns; the counts per kind (zeros for an unknown user)."""

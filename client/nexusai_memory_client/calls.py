@@ -15,8 +15,8 @@ import httpx
 import msgspec
 
 from nexusai_memory_client.models import (
-    ContextPackage, Entity, EntityPage, Episode, EpisodePage, EpisodeSearch, Meta, NewEpisode, Ranker, Relationship,
-    Forgotten, SearchResult, Session, SessionPage, Summary,
+    ContextPackage, Entity, EntityPage, Episode, EpisodePage, EpisodeSearch, Events, Forgotten, History,
+    Meta, NewEpisode, Ranker, Relationship, SearchResult, Session, SessionPage, Summary,
 )
 
 T = TypeVar("T")
@@ -51,9 +51,12 @@ class Call(Generic[T]):
     response: Any
     params: dict[str, Any] = field(default_factory=dict)
     body: Any = None
+    wait: float = 0  # seconds the service may hold the answer (a long-poll): added to the timeout
 
-    def request_args(self) -> dict[str, Any]:
+    def request_args(self, timeout: float | None = None) -> dict[str, Any]:
         args: dict[str, Any] = {"params": {k: v for k, v in self.params.items() if v is not None}}
+        if self.wait and timeout is not None:
+            args["timeout"] = timeout + self.wait
         if self.body is not None:
             args["content"] = msgspec.json.encode(self.body)
             args["headers"] = {"content-type": "application/json"}
@@ -83,8 +86,12 @@ def unreachable(exc: httpx.HTTPError) -> MemoryServiceError:
     return MemoryServiceError(0, "unreachable", f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
 
 
-def headers(api_key: str | None) -> dict[str, str]:
-    return {"authorization": f"Bearer {api_key}"} if api_key else {}
+def headers(api_key: str | None, actor: str | None = None) -> dict[str, str]:
+    """The headers of every request: the key, and ``X-Actor`` (who makes the changes, in history)."""
+    out = {"authorization": f"Bearer {api_key}"} if api_key else {}
+    if actor:
+        out["x-actor"] = actor
+    return out
 
 
 def _body(**fields: Any) -> dict[str, Any]:
@@ -198,14 +205,34 @@ def delete_entity(*, entity_id: int) -> Call[None]:
     return Call("DELETE", f"/entities/{_id(entity_id)}", None)
 
 
-def relationships(*, entity_id: int, direction: Direction) -> Call[list[Relationship]]:
-    return Call("GET", f"/entities/{_id(entity_id)}/relationships", list[Relationship], {"direction": direction})
+def relationships(*, entity_id: int, direction: Direction, as_of: datetime | str | None = None) -> Call[list[Relationship]]:
+    return Call("GET", f"/entities/{_id(entity_id)}/relationships", list[Relationship],
+                {"direction": direction, "asOf": _stamp(as_of)})
 
 
 def upsert_relationship(*, from_id: int, to_id: int, label: str, metadata: Meta | None,
-                        user_id: str | None = None) -> Call[Relationship]:
-    return Call("POST", "/relationships", Relationship,
-                body=_body(from_id=from_id, to_id=to_id, label=label, metadata=metadata, user_id=user_id))
+                        user_id: str | None = None, valid_from: datetime | str | None = None,
+                        valid_to: datetime | str | None = None, supersedes: bool = False) -> Call[Relationship]:
+    return Call("POST", "/relationships", Relationship, body=_body(
+        from_id=from_id, to_id=to_id, label=label, metadata=metadata, user_id=user_id, valid_from=_stamp(valid_from),
+        valid_to=_stamp(valid_to), supersedes=supersedes or None))
+
+
+def _stamp(value: datetime | str | None) -> str | None:
+    """A date-time as RFC 3339 text (a naive datetime is UTC, as the service reads it)."""
+    return value.isoformat() if isinstance(value, datetime) else value
+
+
+# -- history and the change feed ------------------------------------------------------------------
+HistoryKind = Literal["episodes", "entities", "relationships", "summaries"]
+
+
+def history(*, kind: HistoryKind, record_id: int, after: int, limit: int) -> Call[History]:
+    return Call("GET", f"/{kind}/{_id(record_id)}/history", History, {"after": after, "limit": limit})
+
+
+def events(*, after: int, limit: int, wait: float) -> Call[Events]:
+    return Call("GET", "/events", Events, {"after": after, "limit": limit, "wait": wait or None}, wait=wait)
 
 
 def delete_relationship(*, from_id: int, to_id: int, label: str) -> Call[None]:
@@ -241,10 +268,11 @@ def search(*, query: str, limit: int, session_id: int | None, sources: Sequence[
 
 
 def context(*, query: str, session_id: int | None, token_budget: int, recent_episodes: int, relevant_limit: int,
-            ranker: str | None, user_id: str | None = None, agent_id: str | None = None) -> Call[ContextPackage]:
+            ranker: str | None, user_id: str | None = None, agent_id: str | None = None,
+            as_of: datetime | str | None = None) -> Call[ContextPackage]:
     return Call("POST", "/context", ContextPackage, body=_body(
         query=query, session_id=session_id, token_budget=token_budget, recent_episodes=recent_episodes,
-        relevant_limit=relevant_limit, ranker=ranker, user_id=user_id, agent_id=agent_id))
+        relevant_limit=relevant_limit, ranker=ranker, user_id=user_id, agent_id=agent_id, as_of=_stamp(as_of)))
 
 
 def forget_user(*, user_id: str) -> Call[Forgotten]:

@@ -71,6 +71,45 @@ class Relationship(Wire):
     metadata: Meta
     created_at: str
     user_id: str | None = None
+    valid_from: str | None = None  # absent on the wire when the edge has no validity
+    valid_to: str | None = None
+
+
+class Version(Wire):
+    """One version of a record's history: the record ``before`` and ``after`` (None: deleted)."""
+
+    version: int
+    kind: str
+    record_id: int
+    op: str
+    at: str
+    actor: str | None
+    before: Meta | None
+    after: Meta | None
+    changed: list[str]
+    session_id: int | None = None
+    user_id: str | None = None
+
+
+class History(Wire):
+    items: list[Version]
+    next_after: int | None
+
+
+class Event(Wire):
+    seq: int
+    kind: str
+    record_id: int
+    op: str
+    at: str
+    session_id: int | None = None
+    user_id: str | None = None
+
+
+class Events(Wire):
+    events: list[Event]
+    next_after: int
+    truncated: bool
 
 
 class Summary(Wire):
@@ -94,6 +133,7 @@ class Forgotten(Wire):
     summaries: int
     entities: int
     relationships: int
+    history: int = 0  # versions of their records' history, forgotten with them
 
 
 class SessionPage(Wire):

@@ -8,6 +8,11 @@ from app.schemas import ErrorBody
 
 # (method, path template as OpenAPI spells it) -> the error statuses a caller must be told about
 DOCUMENTED = {
+    ("get", "/episodes/{episode_id}/history"): {400, 401, 404},
+    ("get", "/entities/{entity_id}/history"): {400, 401, 404},
+    ("get", "/relationships/{relationship_id}/history"): {400, 401, 404},
+    ("get", "/summaries/{summary_id}/history"): {400, 401, 404},
+    ("get", "/events"): {400, 401},
     ("post", "/sessions"): {400, 401, 409, 413},
     ("get", "/sessions"): {400, 401},
     ("get", "/sessions/{session_id}"): {400, 401, 404},

@@ -19,11 +19,14 @@ async def test_forgetting_a_user_deletes_what_they_own_and_queues_the_vector_del
     await store.uow.run(lambda tx: writes.add_summary(tx, NewSummary(mine.id, "penguins summary")))
     ada = (await store.uow.run(lambda tx: writes.upsert_entity(tx, NewEntity("Ada", "person", user_id="u1")))).item
     zoo = (await store.uow.run(lambda tx: writes.upsert_entity(tx, NewEntity("Zoo", "place")))).item
+    await store.uow.run(lambda tx: writes.upsert_entity(tx, NewEntity("Ada", "person", notes="v2", user_id="u1")))
+    assert len(await store.history.of_record("entities", ada.id, 0, 10)) == 1  # the notes changed
     await store.uow.run(lambda tx: writes.relate(tx, NewRelationship(ada.id, zoo.id, "visits")))
     await store.uow.run(lambda tx: writes.relate(tx, NewRelationship(zoo.id, zoo.id, "self", user_id="u1")))
     before = (await store.outbox.backlog()).pending
     counts = await store.uow.run(lambda tx: writes.forget_user(tx, "u1"))
-    assert counts == {"sessions": 1, "episodes": 1, "summaries": 1, "entities": 1, "relationships": 2}
+    assert counts == {"sessions": 1, "episodes": 1, "summaries": 1, "entities": 1, "relationships": 2, "history": 1}
+    assert await store.history.of_record("entities", ada.id, 0, 10) == []  # forgetting forgets the versions too
     assert await store.sessions.get(mine.id) is None and await store.entities.get(ada.id) is None
     assert await store.entities.get(zoo.id) is not None and await store.entities.relationships_of(zoo.id, "both") == []
     hits = await store.keywords.search("episodes", plain_query("penguins", "all"), 10)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import subprocess
+from datetime import UTC, datetime
 import sys
 
 import pytest
@@ -165,3 +166,30 @@ def test_the_clients_carry_owners_filters_and_forgetting(server):
 
     forgotten = asyncio.run(forget())
     assert (forgotten.sessions, forgotten.episodes, forgotten.entities) == (1, 1, 1)
+def test_the_client_reads_history_validity_and_the_change_feed(server):
+    with MemoryClient(server.url, api_key=API_KEY, actor="client-test") as memory:
+        start = memory.events().next_after
+        ada = memory.upsert_entity(name="Ada (client)", type="person", notes="v1")
+        memory.upsert_entity(name="Ada (client)", type="person", notes="v2")
+        acme = memory.upsert_entity(name="Acme (client)", type="company")
+        globex = memory.upsert_entity(name="Globex (client)", type="company")
+        old = memory.upsert_relationship(from_id=ada.id, to_id=acme.id, label="works_at",
+                                         valid_from=datetime(2020, 1, 1, tzinfo=UTC))
+        memory.upsert_relationship(from_id=ada.id, to_id=globex.id, label="works_at", valid_from="2024-01-01T00:00:00Z",
+                                   supersedes=True)
+        assert [r.to_id for r in memory.relationships(entity_id=ada.id, as_of="2021-01-01T00:00:00Z")] == [acme.id]
+        [closing] = memory.history(kind="relationships", record_id=old.id).items
+        assert closing.changed == ["validTo"] and closing.actor == "client-test"
+        [notes] = memory.history(kind="entities", record_id=ada.id).items
+        assert (notes.before["notes"], notes.after["notes"]) == ("v1", "v2")
+        feed = memory.events(after=start, wait=5)
+        assert ("entities", ada.id, "created") in [(e.kind, e.record_id, e.op) for e in feed.events]
+
+
+async def test_the_async_client_long_polls_the_feed(server):
+    async with AsyncMemoryClient(server.url, api_key=API_KEY) as memory:
+        start = (await memory.events()).next_after
+        session = await memory.create_session(external_id="async-feed")
+        feed = await memory.events(after=start, wait=5)
+        assert (feed.events[0].kind, feed.events[0].record_id) == ("sessions", session.id)
+        assert (await memory.history(kind="episodes", record_id=10**9)).items == []

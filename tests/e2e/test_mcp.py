@@ -15,7 +15,7 @@ from tests.support.server import ServiceProcess, service_command, service_env
 
 API_KEY = "mcp-secret-key"
 TOOLS = {"remember", "search", "build_context", "list_sessions", "session_history", "upsert_entity",
-         "find_entities", "get_entity", "relate"}
+         "find_entities", "get_entity", "relate", "history"}
 
 
 async def call(client: Client, tool: str, **arguments):
@@ -74,6 +74,13 @@ async def test_an_assistant_remembers_and_recalls_over_stdio(tmp_path):
         assert len(spanning["relevantEpisodes"]) == 2
         assert (await call(client, "list_sessions", user_id="alice"))["total"] == 2
         assert (await call(client, "upsert_entity", name="Ana", type="person", user_id="alice"))["created"] is True
+        porto = (await call(client, "upsert_entity", name="Porto", type="place"))["entity"]
+        moved = await call(client, "relate", from_id=ana["id"], label="lives_in", to_id=porto["id"], supersedes=True,
+                           valid_from="2025-06-01T00:00:00Z")
+        assert moved["relationship"]["validFrom"] == "2025-06-01T00:00:00.000Z"
+        changed = await call(client, "history", kind="relationships", record_id=edge["relationship"]["id"])
+        assert [v["changed"] for v in changed["items"]] == [["validTo"]]
+        assert changed["items"][0]["after"]["validTo"] == "2025-06-01T00:00:00.000Z"
 
     # The tools wrote to the same store the REST API serves.
     with ServiceProcess(service_env(db)) as rest:

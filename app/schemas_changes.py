@@ -1,0 +1,62 @@
+"""Wire schemas of what changed: a record's versions (history) and the change feed's events."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from app.schemas import Camel, Meta
+
+
+class VersionOut(Camel):
+    """One version of a record: ``before``/``after`` are the record's fields (``after`` null when
+    deleted), ``changed`` the fields that differ, ``actor`` the request's ``X-Actor``."""
+    version: int
+    kind: str
+    record_id: int
+    op: str
+    at: str
+    actor: str | None
+    before: Meta | None
+    after: Meta | None
+    changed: list[str]
+    session_id: int | None = None
+    user_id: str | None = None
+
+
+class HistoryOut(Camel):
+    items: list[VersionOut]
+    next_after: int | None
+
+
+class EventOut(Camel):
+    seq: int
+    kind: str
+    record_id: int
+    op: str
+    at: str
+    session_id: int | None = None
+    user_id: str | None = None
+
+
+class EventsOut(Camel):
+    events: list[EventOut]
+    next_after: int
+    truncated: bool
+
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part.title() for part in rest)
+
+
+def _image(value: dict | None) -> dict | None:
+    """A stored record image with its field names as the wire spells them (metadata untouched)."""
+    return None if value is None else {_camel(k): v for k, v in value.items()}
+
+
+def history_out(page: Any) -> HistoryOut:
+    return HistoryOut(items=[VersionOut(
+        version=v.version, kind=v.kind, record_id=v.record_id, op=v.op, at=v.at, actor=v.actor,
+        before=_image(v.before), after=_image(v.after), changed=[_camel(c) for c in v.changed],
+        session_id=v.session_id, user_id=v.user_id) for v in page.items], next_after=page.next_after)

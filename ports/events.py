@@ -1,0 +1,31 @@
+"""The change feed: an append-only, bounded log of record changes (``domain.changes.Event``)."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from domain.changes import Event, EventOp
+
+
+class Events(Protocol):
+    async def after(self, seq: int, limit: int) -> list[Event]:
+        """Events with ``seq > seq``, in order, at most ``limit``."""
+        ...
+
+    async def bounds(self) -> tuple[int, int]:
+        """(oldest seq kept, newest seq); ``(0, 0)`` when the feed is empty."""
+        ...
+
+
+class EventWrites(Protocol):
+    """Synchronous, valid only inside ``UnitOfWork.run``: an event commits with its change."""
+
+    def append(self, kind: str, record_id: int, op: EventOp, at: str, session_id: int | None,
+               user_id: str | None) -> int:
+        """Append one event; returns its ``seq`` (greater than every earlier one, never reused,
+        also after the oldest events were trimmed)."""
+        ...
+
+    def trim(self, keep: int) -> int:
+        """Delete the oldest events so that at most ``keep`` remain; returns how many went."""
+        ...

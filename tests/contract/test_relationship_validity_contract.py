@@ -1,0 +1,110 @@
+"""Relationships valid in time over every store adapter: validFrom/validTo, asOf, supersedes,
+one open edge per (fromId, toId, label) and the seed's behaviour when none of it is used."""
+
+from __future__ import annotations
+
+import pytest
+
+from domain import writes
+from domain.errors import Invalid
+from domain.models import NewEntity, NewRelationship
+from ports.store import Store
+
+Y2020, Y2021, Y2022, Y2023 = (f"{y}-01-01T00:00:00.000Z" for y in (2020, 2021, 2022, 2023))
+
+
+async def entities(store: Store, *names: str) -> list[int]:
+    return [(await store.uow.run(lambda tx, n=n: writes.upsert_entity(tx, NewEntity(n, "x")))).item.id for n in names]
+
+
+async def relate(store: Store, new: NewRelationship):
+    return await store.uow.run(lambda tx: writes.relate(tx, new))
+
+
+async def test_without_validity_an_edge_is_unique_by_its_triple_as_before(store: Store) -> None:
+    a, b = await entities(store, "A", "B")
+    first = await relate(store, NewRelationship(a, b, "knows", {"v": 1}))
+    again = await relate(store, NewRelationship(a, b, "knows", {"v": 2}))
+    assert first.created and not again.created and again.item.id == first.item.id
+    assert again.before.metadata == {"v": 1} and again.item.metadata == {"v": 2}
+    assert (again.item.valid_from, again.item.valid_to) == (None, None)
+    assert [r.id for r in await store.entities.relationships_of(a, "out")] == [first.item.id]
+
+
+async def test_as_of_returns_the_edges_valid_then(store: Store) -> None:
+    ada, acme, globex = await entities(store, "Ada", "Acme", "Globex")
+    old = (await relate(store, NewRelationship(ada, acme, "works_at", valid_from=Y2020, valid_to=Y2022))).item
+    new = (await relate(store, NewRelationship(ada, globex, "works_at", valid_from=Y2022))).item
+    assert [r.id for r in await store.entities.relationships_of(ada, "out", Y2021)] == [old.id]
+    assert [r.id for r in await store.entities.relationships_of(ada, "out", Y2022)] == [new.id]  # to is exclusive
+    assert [r.id for r in await store.entities.relationships_of(ada, "out", "2019-06-01T00:00:00.000Z")] == []
+    assert {r.id for r in await store.entities.relationships_of(ada, "out")} == {old.id, new.id}
+
+
+async def test_supersedes_closes_the_open_edge_of_the_same_from_and_label(store: Store) -> None:
+    ada, acme, globex, bob = await entities(store, "Ada", "Acme", "Globex", "Bob")
+    acme_edge = (await relate(store, NewRelationship(ada, acme, "works_at", valid_from=Y2020))).item
+    knows = (await relate(store, NewRelationship(ada, bob, "knows"))).item
+    globex_edge = (await relate(store, NewRelationship(ada, globex, "works_at", valid_from=Y2023, supersedes=True))).item
+    edges = {r.id: r for r in await store.entities.relationships_of(ada, "out")}
+    assert edges[acme_edge.id].valid_to == Y2023  # closed where the new one begins, kept
+    assert edges[knows.id].valid_to is None  # another label is untouched
+    assert edges[globex_edge.id].valid_to is None
+    [closing] = await store.history.of_record("relationships", acme_edge.id, 0, 10)
+    assert closing.op == "updated" and closing.changed == ["valid_to"]
+
+
+async def test_supersedes_without_valid_from_closes_now(store: Store) -> None:
+    ada, acme, globex = await entities(store, "Ada", "Acme", "Globex")
+    acme_edge = (await relate(store, NewRelationship(ada, acme, "works_at"))).item
+    await relate(store, NewRelationship(ada, globex, "works_at", supersedes=True))
+    [closed] = [r for r in await store.entities.relationships_of(ada, "out") if r.id == acme_edge.id]
+    assert closed.valid_to is not None and closed.valid_from is None
+
+
+async def test_closing_an_edge_keeps_it_and_a_new_open_edge_of_the_triple_is_a_new_row(store: Store) -> None:
+    a, b = await entities(store, "A", "B")
+    edge = (await relate(store, NewRelationship(a, b, "member", valid_from=Y2020))).item
+    closed = await relate(store, NewRelationship(a, b, "member", valid_to=Y2021))
+    assert not closed.created and closed.item.id == edge.id and closed.item.valid_from == Y2020
+    assert closed.item.valid_to == Y2021
+    again = await relate(store, NewRelationship(a, b, "member", valid_from=Y2022))
+    assert again.created and again.item.id != edge.id
+    same_closed = await relate(store, NewRelationship(a, b, "member", {"n": 1}, valid_from=Y2020, valid_to=Y2021))
+    assert not same_closed.created and same_closed.item.id == edge.id and same_closed.item.metadata == {"n": 1}
+    assert len(await store.entities.relationships_of(a, "out")) == 2
+
+
+async def test_unrelate_deletes_the_open_and_closed_edges_of_the_triple(store: Store) -> None:
+    a, b = await entities(store, "A", "B")
+    await relate(store, NewRelationship(a, b, "member", valid_from=Y2020, valid_to=Y2021))
+    await relate(store, NewRelationship(a, b, "member", valid_from=Y2022))
+    assert await store.uow.run(lambda tx: writes.unrelate(tx, a, b, "member"))
+    assert await store.entities.relationships_of(a, "out") == []
+
+
+async def test_a_past_interval_before_the_open_edge_is_a_separate_edge(store: Store) -> None:
+    a, b = await entities(store, "A", "B")
+    current = (await relate(store, NewRelationship(a, b, "member", valid_from=Y2022))).item
+    past = await relate(store, NewRelationship(a, b, "member", valid_from=Y2020, valid_to=Y2021))
+    assert past.created and past.item.id != current.id
+    edges = {r.id: (r.valid_from, r.valid_to) for r in await store.entities.relationships_of(a, "out")}
+    assert edges == {current.id: (Y2022, None), past.item.id: (Y2020, Y2021)}
+
+
+@pytest.mark.parametrize(("valid_from", "valid_to"), [(Y2022, Y2021), (Y2021, Y2021)])
+async def test_valid_to_must_be_later_than_valid_from(store: Store, valid_from: str, valid_to: str) -> None:
+    a, b = await entities(store, "A", "B")
+    with pytest.raises(Invalid) as caught:
+        await relate(store, NewRelationship(a, b, "knows", valid_from=valid_from, valid_to=valid_to))
+    assert caught.value.field == "validTo"
+    assert await store.entities.relationships_of(a, "out") == []
+
+
+async def test_an_end_before_the_open_edge_began_is_a_past_edge_not_a_closing(store: Store) -> None:
+    a, b = await entities(store, "A", "B")
+    current = (await relate(store, NewRelationship(a, b, "knows", valid_from=Y2022))).item
+    past = await relate(store, NewRelationship(a, b, "knows", valid_to=Y2021))
+    assert past.created and (past.item.valid_from, past.item.valid_to) == (None, Y2021)
+    [still_open] = [r for r in await store.entities.relationships_of(a, "out") if r.id == current.id]
+    assert still_open.valid_to is None
