@@ -336,16 +336,6 @@ class ContextOut(Camel):
     warnings: list[str]
 
 
-class ForgottenOut(Camel):
-    """How many records of each kind ``DELETE /users/:userId`` removed."""
-    sessions: int
-    episodes: int
-    summaries: int
-    entities: int
-    relationships: int
-    history: int  # versions of those records' history, forgotten with them
-
-
 class RankerOut(Camel):
     name: str
     description: str

@@ -1,4 +1,4 @@
-"""Wire schemas of what changed: a record's versions (history) and the change feed's events."""
+"""Wire schemas of what changed: a record's versions (history), the change feed's events, and what forgetting a user removed."""
 
 from __future__ import annotations
 
@@ -60,3 +60,13 @@ def history_out(page: Any) -> HistoryOut:
         version=v.version, kind=v.kind, record_id=v.record_id, op=v.op, at=v.at, actor=v.actor,
         before=_image(v.before), after=_image(v.after), changed=[_camel(c) for c in v.changed],
         session_id=v.session_id, user_id=v.user_id) for v in page.items], next_after=page.next_after)
+
+
+class ForgottenOut(Camel):
+    """How many records of each kind ``DELETE /users/:userId`` removed."""
+    sessions: int
+    episodes: int
+    summaries: int
+    entities: int
+    relationships: int
+    history: int  # versions of those records' history, forgotten with them

@@ -6,7 +6,8 @@ from litestar import Controller, delete
 from litestar.params import Parameter
 
 from app.routes.deps import errors
-from app.schemas import ForgottenOut, wire
+from app.schemas import wire
+from app.schemas_changes import ForgottenOut
 from domain.limits import MAX_NAME
 from domain.services import UserService
 
