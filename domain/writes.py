@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from domain.models import (
-    Entity, Episode, EpisodeChanges, Metadata, NewEntity, NewEpisode, NewRelationship, NewSummary,
-    Relationship, Session, Summary, Upserted,
+    Entity, EntityChanges, Episode, EpisodeChanges, Metadata, NewEntity, NewEpisode, NewRelationship, NewSummary,
+    Relationship, Session, Summary, SummaryChanges, Upserted,
 )
 from domain.record_kinds import ENTITIES, EPISODES, IN_SESSIONS, KINDS, SUMMARIES, RecordKind, Source
 from ports.unit_of_work import Transaction
@@ -59,6 +59,10 @@ def upsert_entity(tx: Transaction, new: NewEntity) -> Upserted[Entity]:
     return upserted
 
 
+def update_entity(tx: Transaction, entity_id: int, changes: EntityChanges) -> Entity | None:
+    return _updated(tx, ENTITIES, entity_id, tx.entities.update(entity_id, changes))
+
+
 def delete_entity(tx: Transaction, entity_id: int) -> bool:
     return _deleted(tx, ENTITIES, tx.entities.delete(entity_id), entity_id)
 
@@ -77,6 +81,10 @@ def add_summary(tx: Transaction, new: NewSummary) -> Summary:
     return summary
 
 
+def update_summary(tx: Transaction, summary_id: int, changes: SummaryChanges) -> Summary | None:
+    return _updated(tx, SUMMARIES, summary_id, tx.summaries.update(summary_id, changes))
+
+
 def delete_summary(tx: Transaction, summary_id: int) -> bool:
     return _deleted(tx, SUMMARIES, tx.summaries.delete(summary_id), summary_id)
 
@@ -84,6 +92,16 @@ def delete_summary(tx: Transaction, summary_id: int) -> bool:
 def reindex(tx: Transaction, collection: Source) -> int:
     """Queue an upsert job for every record of ``collection``; returns how many."""
     return tx.outbox.enqueue_every(collection)
+
+
+def _updated(tx: Transaction, kind: RecordKind, record_id: int, changed: tuple | None):
+    """The record after an update; its vector job when the embedded text changed (as for episodes)."""
+    if changed is None:
+        return None
+    before, after = changed
+    if kind.text(before) != kind.text(after):
+        tx.outbox.enqueue(kind.name, "upsert", [record_id])
+    return after
 
 
 def _deleted(tx: Transaction, kind: RecordKind, deleted: bool, record_id: int) -> bool:

@@ -12,6 +12,7 @@ from typing import Protocol
 from ports.entities import Entities
 from ports.episodes import Episodes
 from ports.keyword_index import KeywordIndex
+from ports.listing import Listing
 from ports.operations import StoreOperations
 from ports.outbox import EmbeddingOutbox
 from ports.sessions import Sessions
@@ -30,6 +31,8 @@ class Store(Protocol):
     def summaries(self) -> Summaries: ...
     @property
     def keywords(self) -> KeywordIndex: ...
+    @property
+    def listing(self) -> Listing: ...
     @property
     def outbox(self) -> EmbeddingOutbox: ...
     @property

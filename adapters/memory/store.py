@@ -9,6 +9,7 @@ from __future__ import annotations
 from adapters.memory.entities import MemoryEntities
 from adapters.memory.episodes import MemoryEpisodes
 from adapters.memory.keyword_index import MemoryKeywordIndex
+from adapters.memory.listing import MemoryListing
 from adapters.memory.operations import MemoryOperations
 from adapters.memory.outbox import MemoryOutbox
 from adapters.memory.sessions import MemorySessions
@@ -25,6 +26,7 @@ class MemoryStore:
         self.entities = MemoryEntities(state)
         self.summaries = MemorySummaries(state)
         self.keywords = MemoryKeywordIndex(state)
+        self.listing = MemoryListing(state)
         self.outbox = MemoryOutbox(state)
         self.operations = MemoryOperations(state)
         self.uow = MemoryUnitOfWork(state)

@@ -142,6 +142,15 @@ MIGRATIONS: list[list[str]] = [
         *_forget_embedding("entities", ["name", "type", "notes"]),
         *_forget_embedding("summaries", ["content"]),
     ],
+    # "listing" (issue 14, item 3): the keyset lists read each kind in (created_at, id) order,
+    # across sessions too; these indexes make a page a range scan, not a sort of the whole table
+    [
+        "CREATE INDEX idx_sessions_created ON sessions(created_at, id)",
+        "CREATE INDEX idx_episodes_created ON episodes(created_at, id)",
+        "CREATE INDEX idx_entities_created ON entities(created_at, id)",
+        "CREATE INDEX idx_relationships_created ON relationships(created_at, id)",
+        "CREATE INDEX idx_summaries_created ON summaries(created_at, id)",
+    ],
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

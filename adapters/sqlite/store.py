@@ -6,6 +6,7 @@ from adapters.sqlite.database import SqliteDatabase
 from adapters.sqlite.entities import SqliteEntities
 from adapters.sqlite.episodes import SqliteEpisodes
 from adapters.sqlite.keyword_index import SqliteKeywordIndex
+from adapters.sqlite.listing import SqliteListing
 from adapters.sqlite.operations import SqliteOperations
 from adapters.sqlite.outbox import SqliteOutbox
 from adapters.sqlite.schema import migrate
@@ -24,6 +25,7 @@ class SqliteStore:
         self.entities = SqliteEntities(db)
         self.summaries = SqliteSummaries(db)
         self.keywords = SqliteKeywordIndex(db)
+        self.listing = SqliteListing(db)
         self.outbox = SqliteOutbox(db)
         self.operations = SqliteOperations(db)
         self.uow = SqliteUnitOfWork(db)

@@ -2,17 +2,17 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from litestar import Controller, Response, delete, get, post
+from litestar import Controller, Response, delete, get, patch, post
 from litestar.openapi import ResponseSpec
-from litestar.params import Parameter
+from litestar.params import Parameter, QueryParameter
 
-from app.routes.deps import Limit, Offset, PathId, errors
-from app.routes.examples import DeleteRelationshipBody, UpsertEntityBody, UpsertRelationshipBody
+from app.routes.deps import LIST_DESCRIPTION, Cursor, Filter, Limit, Offset, EntityFilter, Order, PathId, errors
+from app.routes.examples import DeleteRelationshipBody, UpdateEntityBody, UpsertEntityBody, UpsertRelationshipBody
 from app.schemas import (
-    EntityOut, EntityPage, RelationshipOut, wire,
+    EntityCursorPage, EntityOut, EntityPage, RelationshipCursorPage, RelationshipOut, wire,
 )
 from domain.limits import MAX_NAME
-from domain.models import NewEntity, NewRelationship
+from domain.models import EntityChanges, NewEntity, NewRelationship
 from domain.services import EntityService
 
 Name = Annotated[str, Parameter(min_length=1, max_length=MAX_NAME)]
@@ -28,6 +28,14 @@ class EntityController(Controller):
         result = await entity_service.upsert(NewEntity(data.name, data.type, data.notes, data.metadata))
         return Response(wire(result.item, EntityOut), status_code=201 if result.created else 200)
 
+    @get("/", summary="List entities (filter by type and metadata; oldest or newest first)",
+         responses=errors(400), description=LIST_DESCRIPTION)
+    async def list_all(self, entity_service: EntityService, limit: Limit = 20, order: Order = "asc",
+                       cursor: Cursor = None, filter: Filter = None,
+                       type: Annotated[str | None, Parameter(min_length=1, max_length=MAX_NAME)] = None) -> EntityCursorPage:
+        return wire(await entity_service.listed(limit=limit, order=order, cursor=cursor, filter=filter, type=type),
+                    EntityCursorPage)
+
     @get("/by-type/{entity_type:str}", summary="Entities of one type, by name", responses=errors(400))
     async def by_type(self, entity_type: str, entity_service: EntityService, limit: Limit = 100,
                       offset: Offset = 0) -> EntityPage:
@@ -40,6 +48,14 @@ class EntityController(Controller):
     @get("/{entity_id:str}", summary="Get an entity", responses=errors(400, 404))
     async def get_one(self, entity_id: PathId, entity_service: EntityService) -> EntityOut:
         return wire(await entity_service.get(entity_id), EntityOut)
+
+    @patch("/{entity_id:str}", summary="Change an entity's name, type, notes or metadata (re-indexed and re-embedded)",
+           responses=errors(400, 404, 409, 413),
+           description="Fields left out stay as they are; `notes: \"\"` clears the notes. A name and type that "
+                       "another entity has is a 409.")
+    async def update(self, entity_id: PathId, data: UpdateEntityBody, entity_service: EntityService) -> EntityOut:
+        changes = EntityChanges(data.name, data.type, data.notes, data.metadata)
+        return wire(await entity_service.update(entity_id, changes), EntityOut)
 
     @delete("/{entity_id:str}", summary="Delete an entity, its relationships and its vector",
           responses=errors(400, 404))
@@ -58,6 +74,17 @@ class EntityController(Controller):
 class RelationshipController(Controller):
     path = "/relationships"
     tags = ["relationships"]
+
+    @get("/", summary="List relationships (filter by entity, label and metadata)", responses=errors(400),
+         description=LIST_DESCRIPTION + " `entityId` matches either end.")
+    async def list_all(
+        self, entity_service: EntityService, limit: Limit = 20, order: Order = "asc", cursor: Cursor = None,
+        filter: Filter = None, entity_id: EntityFilter = None,
+        label: Annotated[str | None, Parameter(min_length=1, max_length=MAX_NAME)] = None,
+    ) -> RelationshipCursorPage:
+        page = await entity_service.listed_relationships(limit=limit, order=order, cursor=cursor, filter=filter,
+                                                         entity_id=entity_id, label=label)
+        return wire(page, RelationshipCursorPage)
 
     @post("/", summary="Upsert a relationship by (fromId, toId, label): 201 created, 200 updated",
           responses={**errors(400, 404, 413),

@@ -1,11 +1,14 @@
 from __future__ import annotations
 
-from litestar import Controller, delete, get, patch, post
+from typing import Annotated, Literal
 
-from app.routes.deps import Limit, Offset, PathId, errors
+from litestar import Controller, delete, get, patch, post
+from litestar.params import Parameter
+
+from app.routes.deps import LIST_DESCRIPTION, Cursor, Filter, Limit, Offset, PathId, errors
 from app.routes.examples import CreateSessionBody, UpdateSessionBody
 from app.schemas import (
-    EpisodePage, SessionOut, SessionPage, SummaryOut, wire,
+    EpisodePage, SessionCursorPage, SessionOut, SessionPage, SummaryOut, wire,
 )
 from domain.services import EpisodeService, SessionService, SummaryService
 
@@ -22,9 +25,22 @@ class SessionController(Controller):
     async def create(self, data: CreateSessionBody, session_service: SessionService) -> SessionOut:
         return wire(await session_service.create(data.external_id, data.metadata), SessionOut)
 
-    @get("/", summary="List sessions, oldest first", responses=errors(400))
-    async def list_all(self, session_service: SessionService, limit: Limit = 20, offset: Offset = 0) -> SessionPage:
-        return wire(await session_service.list(limit, offset), SessionPage)
+    @get("/", summary="List sessions, oldest first (offset pages) or by cursor", responses=errors(400),
+         description=(
+             "Without `order`, `cursor` or `filter` the answer is the offset page `{items, total, limit, offset}`, "
+             "exactly as before. With any of them it is the cursor page `{items, limit, nextCursor}`. "
+             + LIST_DESCRIPTION + " `offset` cannot be combined with the cursor form."))
+    async def list_all(
+        self, session_service: SessionService, limit: Limit = 20, offset: Offset | None = None,
+        order: Annotated[Literal["asc", "desc"] | None, Parameter(
+            description="asc: oldest first; desc: newest first (selects the cursor form)")] = None,
+        cursor: Cursor = None, filter: Filter = None,
+    ) -> SessionPage | SessionCursorPage:
+        if order is None and cursor is None and filter is None:
+            return wire(await session_service.list(limit, offset or 0), SessionPage)
+        page = await session_service.listed(limit=limit, order=order or "asc", cursor=cursor, filter=filter,
+                                            offset=offset)
+        return wire(page, SessionCursorPage)
 
     @get("/by-external/{external_id:str}", summary="Get a session by its external id", responses=errors(400, 404))
     async def by_external(self, external_id: str, session_service: SessionService) -> SessionOut:

@@ -1,11 +1,14 @@
 from __future__ import annotations
 
-from litestar import Controller, delete, get, post
+from typing import Annotated
 
-from app.routes.deps import PathId, errors
-from app.routes.examples import CreateSummaryBody
-from app.schemas import SummaryOut, wire
-from domain.models import NewSummary
+from litestar import Controller, delete, get, patch, post
+from litestar.params import QueryParameter
+
+from app.routes.deps import LIST_DESCRIPTION, Cursor, Filter, Limit, SessionFilter, Order, PathId, errors
+from app.routes.examples import CreateSummaryBody, UpdateSummaryBody
+from app.schemas import SummaryCursorPage, SummaryOut, wire
+from domain.models import NewSummary, SummaryChanges
 from domain.services import SummaryService
 
 
@@ -20,9 +23,26 @@ class SummaryController(Controller):
                          data.episode_count, data.token_count, data.metadata)
         return wire(await summary_service.add(new), SummaryOut)
 
+    @get("/", summary="List summaries across sessions or in one (filter by metadata)", responses=errors(400),
+         description=LIST_DESCRIPTION)
+    async def list_all(
+        self, summary_service: SummaryService, limit: Limit = 20, order: Order = "asc", cursor: Cursor = None,
+        filter: Filter = None, session_id: SessionFilter = None,
+    ) -> SummaryCursorPage:
+        page = await summary_service.listed(limit=limit, order=order, cursor=cursor, filter=filter,
+                                            session_id=session_id)
+        return wire(page, SummaryCursorPage)
+
     @get("/{summary_id:str}", summary="Get a summary", responses=errors(400, 404))
     async def get_one(self, summary_id: PathId, summary_service: SummaryService) -> SummaryOut:
         return wire(await summary_service.get(summary_id), SummaryOut)
+
+    @patch("/{summary_id:str}", summary="Change a summary's content, counts or metadata (re-indexed and re-embedded)",
+           responses=errors(400, 404, 413), description="Fields left out stay as they are.")
+    async def update(self, summary_id: PathId, data: UpdateSummaryBody, summary_service: SummaryService) -> SummaryOut:
+        changes = SummaryChanges(data.content, data.first_episode_id, data.last_episode_id, data.episode_count,
+                                 data.token_count, data.metadata)
+        return wire(await summary_service.update(summary_id, changes), SummaryOut)
 
     @delete("/{summary_id:str}", summary="Delete a summary and its vector", responses=errors(400, 404))
     async def remove(self, summary_id: PathId, summary_service: SummaryService) -> None:
