@@ -57,6 +57,8 @@ def _utc(value: str | datetime | None, name: str) -> datetime | None:
 class CreateSession(Body):
     external_id: Name
     metadata: Meta = {}
+    user_id: Name | None = None
+    agent_id: Name | None = None
 
 
 class UpdateSession(Body):
@@ -70,9 +72,11 @@ class CreateEpisode(Body):
     token_count: Count | None = None
     metadata: Meta = {}
     created_at: Timestamp | None = None
+    expires_at: Timestamp | None = None
 
     def __post_init__(self) -> None:
         self.created_at = _utc(self.created_at, "createdAt")
+        self.expires_at = _utc(self.expires_at, "expiresAt")
 
 
 class EpisodeBatch(Body):
@@ -91,6 +95,11 @@ class UpsertEntity(Body):
     type: Name
     notes: Text | None = None
     metadata: Meta = {}
+    user_id: Name | None = None
+    expires_at: Timestamp | None = None
+
+    def __post_init__(self) -> None:
+        self.expires_at = _utc(self.expires_at, "expiresAt")
 
 
 class UpsertRelationship(Body):
@@ -98,6 +107,7 @@ class UpsertRelationship(Body):
     to_id: Id
     label: Name
     metadata: Meta = {}
+    user_id: Name | None = None
 
 
 class DeleteRelationship(Body):
@@ -114,6 +124,10 @@ class CreateSummary(Body):
     episode_count: Count = 0
     token_count: Count | None = None
     metadata: Meta = {}
+    expires_at: Timestamp | None = None
+
+    def __post_init__(self) -> None:
+        self.expires_at = _utc(self.expires_at, "expiresAt")
 
 
 class UpdateEntity(Body):
@@ -158,15 +172,19 @@ class ContextRequest(Body):
 
 
 # -- responses ------------------------------------------------------------------------------------
-class SessionOut(Camel):
+class SessionOut(Camel, omit_defaults=True):
     id: int
     external_id: str
     metadata: Meta
     created_at: str
     updated_at: str
+    user_id: str | None = None  # left out when null: the seed's session bodies stay as they were
+    agent_id: str | None = None
 
 
-class EpisodeOut(Camel):
+# Fields added by issue 14 (owners, expiry) default to null and are left out when null, so the
+# seed's bodies stay exactly as they were.
+class EpisodeOut(Camel, omit_defaults=True):
     id: int
     session_id: int
     user_message: str
@@ -174,9 +192,10 @@ class EpisodeOut(Camel):
     token_count: int | None
     metadata: Meta
     created_at: str
+    expires_at: str | None = None
 
 
-class EntityOut(Camel):
+class EntityOut(Camel, omit_defaults=True):
     id: int
     name: str
     type: str
@@ -184,18 +203,21 @@ class EntityOut(Camel):
     metadata: Meta
     created_at: str
     updated_at: str
+    user_id: str | None = None
+    expires_at: str | None = None
 
 
-class RelationshipOut(Camel):
+class RelationshipOut(Camel, omit_defaults=True):
     id: int
     from_id: int
     to_id: int
     label: str
     metadata: Meta
     created_at: str
+    user_id: str | None = None
 
 
-class SummaryOut(Camel):
+class SummaryOut(Camel, omit_defaults=True):
     id: int
     session_id: int
     content: str
@@ -205,6 +227,7 @@ class SummaryOut(Camel):
     token_count: int | None
     metadata: Meta
     created_at: str
+    expires_at: str | None = None
 
 
 T = TypeVar("T")
@@ -355,7 +378,8 @@ def wire(value: Any, out: type[W]) -> W:
 # either way within noise and go through ``wire`` (figures: docs/notes/round-3/12c.md).
 def episode_out(e: Episode) -> EpisodeOut:
     return EpisodeOut(id=e.id, session_id=e.session_id, user_message=e.user_message, ai_response=e.ai_response,
-                      token_count=e.token_count, metadata=dict(e.metadata), created_at=e.created_at)
+                      token_count=e.token_count, metadata=dict(e.metadata), created_at=e.created_at,
+                      expires_at=e.expires_at)
 
 
 _HIT_FIELD = {Episode: ("episode", EpisodeOut), Entity: ("entity", EntityOut), Summary: ("summary", SummaryOut)}

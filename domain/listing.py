@@ -47,7 +47,8 @@ class Position:
 class ListQuery:
     """What a list asks for. Each kind reads the fields that apply to it and ignores the others
     (the services only set those): ``session_id`` (episodes, summaries), ``type`` (entities),
-    ``entity_id`` (relationships: either end) and ``label`` (relationships)."""
+    ``entity_id`` (relationships: either end), ``label`` (relationships), ``user_id`` (every kind:
+    the record's own owner), ``agent_id`` (sessions, episodes, summaries)."""
 
     limit: int
     order: Order = "asc"
@@ -57,6 +58,8 @@ class ListQuery:
     type: str | None = None
     entity_id: int | None = None
     label: str | None = None
+    user_id: str | None = None
+    agent_id: str | None = None
 
     def follows(self, created_at: str, record_id: int) -> bool:
         """Whether a record with this key comes after ``after`` in this order (the keyset rule)."""

@@ -63,6 +63,8 @@ class Session:
     metadata: Metadata
     created_at: str
     updated_at: str
+    user_id: str | None = None  # the owner, fixed at creation; None: nobody's (the seed's sessions)
+    agent_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +76,9 @@ class Episode:
     token_count: int | None
     metadata: Metadata
     created_at: str
+    user_id: str | None = None  # the session's owner, copied (a session's owner never changes)
+    agent_id: str | None = None
+    expires_at: str | None = None  # from then on the episode is never returned, and is purged
 
     @property
     def text(self) -> str:
@@ -90,6 +95,8 @@ class Entity:
     metadata: Metadata
     created_at: str
     updated_at: str
+    user_id: str | None = None  # None: a global entity (unique by name and type among the global ones)
+    expires_at: str | None = None
 
     @property
     def text(self) -> str:
@@ -107,6 +114,7 @@ class Relationship:
     label: str
     metadata: Metadata
     created_at: str
+    user_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,6 +128,9 @@ class Summary:
     token_count: int | None
     metadata: Metadata
     created_at: str
+    user_id: str | None = None  # the session's owner, copied
+    agent_id: str | None = None
+    expires_at: str | None = None
 
     @property
     def text(self) -> str:
@@ -137,6 +148,7 @@ class NewEpisode:
     token_count: int | None = None
     metadata: Metadata = field(default_factory=dict)
     created_at: str | None = None  # bulk imports may carry their original time
+    expires_at: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,6 +167,8 @@ class NewEntity:
     type: str
     notes: str | None = None
     metadata: Metadata = field(default_factory=dict)
+    user_id: str | None = None
+    expires_at: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,6 +187,7 @@ class NewRelationship:
     to_id: int
     label: str
     metadata: Metadata = field(default_factory=dict)
+    user_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,6 +199,19 @@ class NewSummary:
     episode_count: int = 0
     token_count: int | None = None
     metadata: Metadata = field(default_factory=dict)
+    expires_at: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Owner:
+    """Whose records a search, a context or a list covers: a user, an agent, or both (AND).
+    An empty owner covers everything (the seed's behaviour)."""
+
+    user_id: str | None = None
+    agent_id: str | None = None
+
+    def __bool__(self) -> bool:
+        return self.user_id is not None or self.agent_id is not None
 
 
 # ---- query results -------------------------------------------------------------------------------

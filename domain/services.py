@@ -12,8 +12,8 @@ from domain.errors import Invalid, NotFound
 from domain.keywords import MATCH_MODES, MatchMode, plain_query
 from domain.limits import MAX_BATCH, MAX_COUNT, MAX_LIMIT, MAX_METADATA_DEPTH, MAX_NAME, MAX_OFFSET, MAX_TEXT
 from domain.models import (
-    Entity, EntityChanges, Episode, EpisodeChanges, KeywordHit, Metadata, NewEntity, NewEpisode, NewRelationship,
-    NewSummary, Page, Relationship, Session, Summary, SummaryChanges, Upserted,
+    Entity, EntityChanges, Episode, EpisodeChanges, KeywordHit, Metadata, NewEntity, Owner, NewEpisode,
+    NewRelationship, NewSummary, Page, Relationship, Session, Summary, SummaryChanges, Upserted,
 )
 from domain.listing import CursorPage, fetch_page
 from domain import writes
@@ -68,6 +68,14 @@ def check_metadata(value: Metadata | None, field: str = "metadata") -> Metadata 
     return value
 
 
+def check_owner(owner: Owner) -> Owner:
+    """A user or agent id is a non-empty name (``''`` stands for "nobody" in the entity key)."""
+    for field, value in (("userId", owner.user_id), ("agentId", owner.agent_id)):
+        if value is not None:
+            check_text(value, field, maximum=MAX_NAME)
+    return owner
+
+
 def _found(item, what: str, item_id: int | str):
     if item is None:
         raise NotFound(f"{what} {item_id} does not exist")
@@ -78,10 +86,11 @@ class SessionService:
     def __init__(self, store: Store) -> None:
         self._store = store
 
-    async def create(self, external_id: str, metadata: Metadata) -> Session:
+    async def create(self, external_id: str, metadata: Metadata, owner: Owner = Owner()) -> Session:
         check_metadata(metadata)
         check_text(external_id, "externalId", maximum=MAX_NAME)  # here, not on the writer thread
-        return await self._store.uow.run(lambda tx: writes.create_session(tx, external_id, metadata))
+        check_owner(owner)
+        return await self._store.uow.run(lambda tx: writes.create_session(tx, external_id, metadata, owner))
 
     async def get(self, session_id: int) -> Session:
         return _found(await self._store.sessions.get(session_id), "session", session_id)
@@ -89,18 +98,19 @@ class SessionService:
     async def by_external_id(self, external_id: str) -> Session:
         return _found(await self._store.sessions.by_external_id(external_id), "session", repr(external_id))
 
-    async def list(self, limit: int, offset: int) -> Page[Session]:
-        return await self._store.sessions.list(check_limit(limit), check_offset(offset))
+    async def list(self, limit: int, offset: int, owner: Owner = Owner()) -> Page[Session]:
+        return await self._store.sessions.list(check_limit(limit), check_offset(offset), check_owner(owner))
 
     async def listed(self, *, limit: int, order: str, cursor: str | None, filter: str | None,
-                     offset: int | None = None) -> CursorPage[Session]:
+                     offset: int | None = None, owner: Owner = Owner()) -> CursorPage[Session]:
         """Keyset list (``domain.listing``): ``filter`` is the JSON text of a metadata filter. The seed's
         ``offset`` pages are ``list``; one request cannot mix the two."""
         if offset is not None:
             raise Invalid("offset cannot be combined with cursor, order or filter (a cursor page continues "
                           "from nextCursor)", field="offset")
+        check_owner(owner)
         return await fetch_page("sessions", self._store.listing.sessions, limit=limit, order=order, cursor=cursor,
-                                filter=filter)
+                                filter=filter, user_id=owner.user_id, agent_id=owner.agent_id)
 
     async def update(self, session_id: int, metadata: Metadata) -> Session:
         check_metadata(metadata)
@@ -164,9 +174,10 @@ class EpisodeService:
         return await self._store.episodes.list(session_id, limit, offset)
 
     async def listed(self, *, limit: int, order: str, cursor: str | None, filter: str | None,
-                     session_id: int | None = None) -> CursorPage[Episode]:
+                     session_id: int | None = None, owner: Owner = Owner()) -> CursorPage[Episode]:
+        check_owner(owner)
         return await fetch_page("episodes", self._store.listing.episodes, limit=limit, order=order, cursor=cursor,
-                                filter=filter, session_id=session_id)
+                                filter=filter, session_id=session_id, user_id=owner.user_id, agent_id=owner.agent_id)
 
     async def search(
         self, q: str, limit: int, session_id: int | None = None, match: str = "all"
@@ -187,6 +198,7 @@ class EntityService:
     async def upsert(self, new: NewEntity) -> Upserted[Entity]:
         check_text(new.name, "name", maximum=MAX_NAME)
         check_text(new.type, "type", maximum=MAX_NAME)
+        check_owner(Owner(new.user_id))
         if new.notes is not None:
             check_text(new.notes, "notes", allow_empty=True)
         check_metadata(new.metadata)
@@ -206,18 +218,21 @@ class EntityService:
                       "entity", entity_id)
 
     async def listed(self, *, limit: int, order: str, cursor: str | None, filter: str | None,
-                     type: str | None = None) -> CursorPage[Entity]:
+                     type: str | None = None, user_id: str | None = None) -> CursorPage[Entity]:
         if type is not None:
             check_text(type, "type", maximum=MAX_NAME)
+        check_owner(Owner(user_id))
         return await fetch_page("entities", self._store.listing.entities, limit=limit, order=order, cursor=cursor,
-                                filter=filter, type=type)
+                                filter=filter, type=type, user_id=user_id)
 
     async def listed_relationships(self, *, limit: int, order: str, cursor: str | None, filter: str | None,
-                                   entity_id: int | None = None, label: str | None = None) -> CursorPage[Relationship]:
+                                   entity_id: int | None = None, label: str | None = None,
+                                   user_id: str | None = None) -> CursorPage[Relationship]:
         if label is not None:
             check_text(label, "label", maximum=MAX_NAME)
+        check_owner(Owner(user_id))
         return await fetch_page("relationships", self._store.listing.relationships, limit=limit, order=order,
-                                cursor=cursor, filter=filter, entity_id=entity_id, label=label)
+                                cursor=cursor, filter=filter, entity_id=entity_id, label=label, user_id=user_id)
 
     async def by_type(self, entity_type: str, limit: int, offset: int) -> Page[Entity]:
         return await self._store.entities.by_type(entity_type, check_limit(limit), check_offset(offset))
@@ -230,6 +245,7 @@ class EntityService:
 
     async def relate(self, new: NewRelationship) -> Upserted[Relationship]:
         check_text(new.label, "label", maximum=MAX_NAME)
+        check_owner(Owner(new.user_id))
         check_metadata(new.metadata)
         return await self._store.uow.run(lambda tx: writes.relate(tx, new))
 
@@ -268,9 +284,10 @@ class SummaryService:
                       "summary", summary_id)
 
     async def listed(self, *, limit: int, order: str, cursor: str | None, filter: str | None,
-                     session_id: int | None = None) -> CursorPage[Summary]:
+                     session_id: int | None = None, owner: Owner = Owner()) -> CursorPage[Summary]:
+        check_owner(owner)
         return await fetch_page("summaries", self._store.listing.summaries, limit=limit, order=order, cursor=cursor,
-                                filter=filter, session_id=session_id)
+                                filter=filter, session_id=session_id, user_id=owner.user_id, agent_id=owner.agent_id)
 
     async def of_session(self, session_id: int) -> list[Summary]:
         _found(await self._store.sessions.get(session_id), "session", session_id)

@@ -10,15 +10,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from domain.models import (
-    Entity, EntityChanges, Episode, EpisodeChanges, Metadata, NewEntity, NewEpisode, NewRelationship, NewSummary,
-    Relationship, Session, Summary, SummaryChanges, Upserted,
+    Entity, EntityChanges, Episode, EpisodeChanges, Metadata, NewEntity, Owner, NewEpisode, NewRelationship,
+    NewSummary, Relationship, Session, Summary, SummaryChanges, Upserted,
 )
 from domain.record_kinds import ENTITIES, EPISODES, IN_SESSIONS, KINDS, SUMMARIES, RecordKind, Source
 from ports.unit_of_work import Transaction
 
 
-def create_session(tx: Transaction, external_id: str, metadata: Metadata) -> Session:
-    return tx.sessions.create(external_id, metadata)
+def create_session(tx: Transaction, external_id: str, metadata: Metadata, owner: Owner = Owner()) -> Session:
+    return tx.sessions.create(external_id, metadata, owner)
 
 
 def update_session(tx: Transaction, session_id: int, metadata: Metadata) -> Session | None:

@@ -28,8 +28,9 @@ class Entities(Protocol):
         exact matches first, then by name, then id."""
         ...
 
-    async def mentioned_in(self, texts: Sequence[str], limit: int) -> list[Entity]:
-        """Entities whose name occurs (case-insensitively, as a whole word) in any of ``texts``, by id."""
+    async def mentioned_in(self, texts: Sequence[str], limit: int, user_id: str | None = None) -> list[Entity]:
+        """Entities whose name occurs (case-insensitively, as a whole word) in any of ``texts``, by id;
+        with ``user_id``, only that user's entities and the global ones (no owner)."""
         ...
 
     async def relationships_of(self, entity_id: int, direction: Direction) -> list[Relationship]:
@@ -41,7 +42,9 @@ class EntityWrites(Protocol):
     """Synchronous writes, valid only inside ``UnitOfWork.run``."""
 
     def upsert(self, entity: NewEntity) -> Upserted[Entity]:
-        """Create by (name, type), or replace notes/metadata of the existing one (``created`` False)."""
+        """Create by (user_id, name, type) — ``user_id`` None is the global entity of that name and
+        type, as before owners existed — or replace notes/metadata/expires_at of the existing one
+        (``created`` False). An expiresAt that is not a timestamp raises ``Invalid`` (``expiresAt``)."""
         ...
 
     def update(self, entity_id: int, changes: EntityChanges) -> tuple[Entity, Entity] | None:

@@ -6,7 +6,8 @@ from datetime import datetime
 from typing import Protocol
 
 from domain.keywords import KeywordQuery
-from domain.models import KeywordHit
+from domain.filters import MetadataFilter
+from domain.models import KeywordHit, Owner
 from domain.record_kinds import Source
 
 
@@ -23,12 +24,17 @@ class KeywordIndex(Protocol):
         session_id: int | None = None,
         since: datetime | None = None,
         until: datetime | None = None,
+        owner: Owner = Owner(),
+        metadata: MetadataFilter | None = None,
     ) -> list[KeywordHit]:
         """Best first (BM25 or the adapter's equivalent), at most ``limit`` hits, ties by id.
 
         ``all``: every term must occur; ``any``: at least one. Terms are matched as words, never
         as syntax. An empty query returns no hits. In ``fts`` mode a syntax error raises
         ``Invalid`` (field ``q``). ``session_id`` does not apply to kinds outside sessions
-        (entities); ``since``/``until`` bound ``created_at`` inclusively.
+        (entities); ``since``/``until`` bound ``created_at`` inclusively. ``owner`` keeps the records
+        of that user (``user_id``) and agent (``agent_id``; not applied to entities, which have no
+        agent); ``metadata`` keeps the records whose metadata ``MetadataFilter.matches``. Expired
+        records are never returned (a hit list may then hold fewer than ``limit``).
         """
         ...

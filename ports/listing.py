@@ -6,7 +6,7 @@ matching every filter the query sets for that kind (``query.metadata`` by ``Meta
 ordered by ``(created_at, id)`` in ``query.order``, strictly after ``query.after`` in that order
 when it is set, at most ``query.limit`` of them; ``next`` is the last one's position when more
 match, else ``None``. Rows written between two pages never make a page repeat or skip a row that
-existed before the walk began.
+existed before the walk began. Expired records (``expires_at`` past) are never listed.
 """
 
 from __future__ import annotations
@@ -18,20 +18,22 @@ from domain.models import Entity, Episode, Relationship, Session, Summary
 
 
 class Listing(Protocol):
-    async def sessions(self, query: ListQuery) -> Listed[Session]: ...
+    async def sessions(self, query: ListQuery) -> Listed[Session]:
+        """Filters: ``user_id``, ``agent_id``."""
+        ...
 
     async def episodes(self, query: ListQuery) -> Listed[Episode]:
-        """Filters: ``session_id``."""
+        """Filters: ``session_id``, ``user_id``, ``agent_id``."""
         ...
 
     async def entities(self, query: ListQuery) -> Listed[Entity]:
-        """Filters: ``type``."""
+        """Filters: ``type``, ``user_id``."""
         ...
 
     async def relationships(self, query: ListQuery) -> Listed[Relationship]:
-        """Filters: ``entity_id`` (either end), ``label``."""
+        """Filters: ``entity_id`` (either end), ``label``, ``user_id``."""
         ...
 
     async def summaries(self, query: ListQuery) -> Listed[Summary]:
-        """Filters: ``session_id``."""
+        """Filters: ``session_id``, ``user_id``, ``agent_id``."""
         ...

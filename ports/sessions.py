@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from domain.models import Metadata, Page, Session
+from domain.models import Metadata, Owner, Page, Session
 
 
 class Sessions(Protocol):
@@ -18,20 +18,22 @@ class Sessions(Protocol):
 
     async def by_external_id(self, external_id: str) -> Session | None: ...
 
-    async def list(self, limit: int, offset: int) -> Page[Session]:
-        """Sessions oldest first (by id), at most ``limit`` from ``offset``, with the total count."""
+    async def list(self, limit: int, offset: int, owner: Owner = Owner()) -> Page[Session]:
+        """Sessions oldest first (by id), at most ``limit`` from ``offset``, with the total count;
+        with an ``owner``, only the sessions whose ``user_id`` / ``agent_id`` equal the ones given."""
         ...
 
 
 class SessionWrites(Protocol):
     """Synchronous writes, valid only inside ``UnitOfWork.run``."""
 
-    def create(self, external_id: str, metadata: Metadata) -> Session:
-        """Create a session; an ``external_id`` already in use raises ``Conflict`` (field ``externalId``)."""
+    def create(self, external_id: str, metadata: Metadata, owner: Owner = Owner()) -> Session:
+        """Create a session owned by ``owner`` (its user and agent, either may be ``None``; they never
+        change afterwards); an ``external_id`` already in use raises ``Conflict`` (field ``externalId``)."""
         ...
 
     def update(self, session_id: int, metadata: Metadata) -> Session | None:
-        """Replace the metadata and bump ``updated_at``; an unknown id returns ``None``."""
+        """Replace the metadata and bump ``updated_at`` (the owner stays); an unknown id returns ``None``."""
         ...
 
     def delete(self, session_id: int) -> bool:

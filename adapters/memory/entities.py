@@ -6,7 +6,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import replace
 
-from adapters.memory.state import MemoryState, page_of, stored
+from adapters.memory.state import MemoryState, expiry, live, page_of, stored
 from domain.errors import Conflict, NotFound
 from domain.models import Entity, EntityChanges, NewEntity, NewRelationship, Page, Relationship, Upserted, utc_now
 from ports.entities import Direction
@@ -17,25 +17,29 @@ class MemoryEntities:
         self._s = state
 
     async def get(self, entity_id: int) -> Entity | None:
-        return self._s.entities.get(entity_id)
+        found = self._s.entities.get(entity_id)
+        return found if found is not None and live(found) else None
 
     async def get_many(self, entity_ids: Sequence[int]) -> list[Entity]:
-        return [self._s.entities[i] for i in dict.fromkeys(entity_ids) if i in self._s.entities]
+        return [self._s.entities[i] for i in dict.fromkeys(entity_ids) if i in self._s.entities
+                and live(self._s.entities[i])]
 
     async def by_type(self, entity_type: str, limit: int, offset: int) -> Page[Entity]:
-        ordered = sorted((e for e in self._s.entities.values() if e.type == entity_type), key=lambda e: (e.name, e.id))
+        ordered = sorted((e for e in self._s.entities.values() if e.type == entity_type and live(e)),
+                         key=lambda e: (e.name, e.id))
         return page_of(ordered, limit, offset)
 
     async def find_by_name(self, name: str, limit: int) -> list[Entity]:
         needle = name.casefold()
-        found = [e for e in self._s.entities.values() if needle in e.name.casefold()]
+        found = [e for e in self._s.entities.values() if needle in e.name.casefold() and live(e)]
         found.sort(key=lambda e: (e.name.casefold() != needle, e.name, e.id))
         return found[:limit]
 
-    async def mentioned_in(self, texts: Sequence[str], limit: int) -> list[Entity]:
+    async def mentioned_in(self, texts: Sequence[str], limit: int, user_id: str | None = None) -> list[Entity]:
         haystack = "\n".join(texts).casefold()
         found = [e for e in sorted(self._s.entities.values(), key=lambda e: e.id)
-                 if e.name and re.search(rf"(?<!\w){re.escape(e.name.casefold())}(?!\w)", haystack)]
+                 if e.name and live(e) and (user_id is None or e.user_id in (None, user_id))
+                 and re.search(rf"(?<!\w){re.escape(e.name.casefold())}(?!\w)", haystack)]
         return found[:limit]
 
     async def relationships_of(self, entity_id: int, direction: Direction) -> list[Relationship]:
@@ -51,13 +55,15 @@ class EntityTx:
         self._s = state
 
     def upsert(self, entity: NewEntity) -> Upserted[Entity]:
-        now = utc_now()
-        old = next((e for e in self._s.entities.values() if (e.name, e.type) == (entity.name, entity.type)), None)
+        now, expires = utc_now(), expiry(entity.expires_at)
+        key = (entity.user_id, entity.name, entity.type)
+        old = next((e for e in self._s.entities.values() if (e.user_id, e.name, e.type) == key), None)
         if old is None:
             out = Entity(self._s.next_id("entities"), entity.name, entity.type, entity.notes,
-                         stored(entity.metadata), now, now)
+                         stored(entity.metadata), now, now, entity.user_id, expires)
         else:
-            out = replace(old, notes=entity.notes, metadata=stored(entity.metadata), updated_at=now)
+            out = replace(old, notes=entity.notes, metadata=stored(entity.metadata), updated_at=now,
+                          expires_at=expires)
         self._s.entities[out.id] = out
         return Upserted(out, old is None)
 
@@ -69,7 +75,8 @@ class EntityTx:
         new = replace(old, name=old.name if c.name is None else c.name, type=old.type if c.type is None else c.type,
                       notes=old.notes if c.notes is None else c.notes,
                       metadata=old.metadata if c.metadata is None else stored(c.metadata), updated_at=utc_now())
-        if any(e.id != entity_id and (e.name, e.type) == (new.name, new.type) for e in self._s.entities.values()):
+        if any(e.id != entity_id and (e.user_id, e.name, e.type) == (new.user_id, new.name, new.type)
+               for e in self._s.entities.values()):
             raise Conflict(f"an entity named {new.name!r} of type {new.type!r} exists", field="name")
         self._s.entities[entity_id] = new
         return old, new
@@ -90,7 +97,7 @@ class EntityTx:
                     if (x.from_id, x.to_id, x.label) == (r.from_id, r.to_id, r.label)), None)
         if old is None:
             out = Relationship(self._s.next_id("relationships"), r.from_id, r.to_id, r.label,
-                               stored(r.metadata), utc_now())
+                               stored(r.metadata), utc_now(), r.user_id)
         else:
             out = replace(old, metadata=stored(r.metadata))
         self._s.relationships[out.id] = out

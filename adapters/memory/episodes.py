@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from adapters.memory.state import MemoryState, canonical, page_of, stored
+from adapters.memory.state import MemoryState, canonical, expiry, live, page_of, stored
 from domain.errors import NotFound
 from domain.models import Episode, EpisodeChanges, Neighbours, NewEpisode, Page
 
@@ -15,14 +15,16 @@ class MemoryEpisodes:
         self._s = state
 
     def _of_session(self, session_id: int, newest_first: bool = False) -> list[Episode]:
-        return sorted((e for e in self._s.episodes.values() if e.session_id == session_id),
+        return sorted((e for e in self._s.episodes.values() if e.session_id == session_id and live(e)),
                       key=lambda e: (e.created_at, e.id), reverse=newest_first)
 
     async def get(self, episode_id: int) -> Episode | None:
-        return self._s.episodes.get(episode_id)
+        found = self._s.episodes.get(episode_id)
+        return found if found is not None and live(found) else None
 
     async def get_many(self, episode_ids: Sequence[int]) -> list[Episode]:
-        return [self._s.episodes[i] for i in dict.fromkeys(episode_ids) if i in self._s.episodes]
+        return [self._s.episodes[i] for i in dict.fromkeys(episode_ids) if i in self._s.episodes
+                and live(self._s.episodes[i])]
 
     async def list(self, session_id: int, limit: int, offset: int) -> Page[Episode]:
         return page_of(self._of_session(session_id), limit, offset)
@@ -39,6 +41,8 @@ class MemoryEpisodes:
             if episode is None:
                 continue
             ordered = self._of_session(episode.session_id)
+            if episode not in ordered:
+                continue
             at = ordered.index(episode)
             out[episode_id] = Neighbours(before=[e.id for e in ordered[max(at - window, 0):at][::-1]],
                                          after=[e.id for e in ordered[at + 1:at + 1 + window]])
@@ -51,11 +55,14 @@ class EpisodeTx:
 
     def insert(self, episodes: Sequence[NewEpisode]) -> list[Episode]:
         out = []
-        for new in episodes:
+        expiries = [expiry(new.expires_at) for new in episodes]
+        for new, expires in zip(episodes, expiries):
             if new.session_id not in self._s.sessions:
                 raise NotFound(f"session {new.session_id} does not exist", field="sessionId")
+            session = self._s.sessions[new.session_id]
             episode = Episode(self._s.next_id("episodes"), new.session_id, new.user_message, new.ai_response,
-                              new.token_count, stored(new.metadata), canonical(new.created_at))
+                              new.token_count, stored(new.metadata), canonical(new.created_at),
+                              session.user_id, session.agent_id, expires)
             self._s.episodes[episode.id] = episode
             out.append(episode)
         return out

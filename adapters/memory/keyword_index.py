@@ -7,9 +7,10 @@ import re
 from collections import Counter
 from datetime import datetime
 
-from adapters.memory.state import MemoryState
+from adapters.memory.state import MemoryState, live
+from domain.filters import MetadataFilter
 from domain.keywords import KeywordQuery
-from domain.models import Entity, Episode, KeywordHit, format_timestamp
+from domain.models import Entity, Episode, KeywordHit, Owner, format_timestamp
 from domain.record_kinds import KINDS, Source
 
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -23,7 +24,8 @@ class MemoryKeywordIndex:
 
     async def search(
         self, source: Source, query: KeywordQuery, limit: int, session_id: int | None = None,
-        since: datetime | None = None, until: datetime | None = None,
+        since: datetime | None = None, until: datetime | None = None, owner: Owner = Owner(),
+        metadata: MetadataFilter | None = None,
     ) -> list[KeywordHit]:
         if query.is_empty or limit <= 0 or not query.terms:
             return []
@@ -36,6 +38,12 @@ class MemoryKeywordIndex:
             if session_id is not None and kind.in_sessions and item.session_id != session_id:
                 continue
             if (lo and item.created_at < lo) or (hi and item.created_at > hi):
+                continue
+            if not live(item) or (owner.user_id is not None and item.user_id != owner.user_id):
+                continue
+            if owner.agent_id is not None and kind.in_sessions and item.agent_id != owner.agent_id:
+                continue
+            if metadata and not metadata.matches(item.metadata):
                 continue
             # Every word counts, repeats included: term frequency is what orders the hits.
             words = Counter(_WORD.findall(_searchable(item).casefold()))

@@ -6,7 +6,7 @@ from dataclasses import replace
 
 from adapters.memory.state import MemoryState, page_of, stored
 from domain.errors import Conflict
-from domain.models import Metadata, Page, Session, utc_now
+from domain.models import Metadata, Owner, Page, Session, utc_now
 
 
 class MemorySessions:
@@ -19,19 +19,21 @@ class MemorySessions:
     async def by_external_id(self, external_id: str) -> Session | None:
         return next((s for s in self._s.sessions.values() if s.external_id == external_id), None)
 
-    async def list(self, limit: int, offset: int) -> Page[Session]:
-        return page_of(sorted(self._s.sessions.values(), key=lambda s: s.id), limit, offset)
+    async def list(self, limit: int, offset: int, owner: Owner = Owner()) -> Page[Session]:
+        mine = (s for s in self._s.sessions.values() if owned(s, owner))
+        return page_of(sorted(mine, key=lambda s: s.id), limit, offset)
 
 
 class SessionTx:
     def __init__(self, state: MemoryState) -> None:
         self._s = state
 
-    def create(self, external_id: str, metadata: Metadata) -> Session:
+    def create(self, external_id: str, metadata: Metadata, owner: Owner = Owner()) -> Session:
         if any(s.external_id == external_id for s in self._s.sessions.values()):
             raise Conflict(f"a session with externalId {external_id!r} exists", field="externalId")
         now = utc_now()
-        session = Session(self._s.next_id("sessions"), external_id, stored(metadata), now, now)
+        session = Session(self._s.next_id("sessions"), external_id, stored(metadata), now, now,
+                          owner.user_id, owner.agent_id)
         self._s.sessions[session.id] = session
         return session
 
@@ -49,3 +51,9 @@ class SessionTx:
             for item_id in [i for i, item in table.items() if item.session_id == session_id]:
                 del table[item_id]
         return True
+
+
+def owned(record, owner: Owner) -> bool:
+    """Whether ``record`` (with ``user_id`` and, where it has one, ``agent_id``) belongs to ``owner``."""
+    return (owner.user_id is None or record.user_id == owner.user_id) and (
+        owner.agent_id is None or getattr(record, "agent_id", None) == owner.agent_id)

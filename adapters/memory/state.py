@@ -54,3 +54,19 @@ def canonical(text: str | None) -> str:
 
 def page_of(ordered: list, limit: int, offset: int) -> Page:
     return Page(ordered[offset:offset + limit], len(ordered), limit, offset)
+
+
+def expiry(text: str | None) -> str | None:
+    """A client's ``expiresAt`` in the store's format."""
+    if text is None:
+        return None
+    try:
+        return format_timestamp(parse_timestamp(text))
+    except ValueError:
+        raise Invalid(f"expiresAt {text!r} is not an ISO-8601 timestamp", field="expiresAt") from None
+
+
+def live(item, now: str | None = None) -> bool:
+    """Whether ``item`` has not expired (records without ``expires_at`` never do)."""
+    expires = getattr(item, "expires_at", None)
+    return expires is None or expires > (now or utc_now())

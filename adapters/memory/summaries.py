@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from adapters.memory.state import MemoryState, stored
+from adapters.memory.state import MemoryState, expiry, live, stored
 from domain.errors import NotFound
 from domain.models import NewSummary, Summary, SummaryChanges, utc_now
 
@@ -15,13 +15,15 @@ class MemorySummaries:
         self._s = state
 
     async def get(self, summary_id: int) -> Summary | None:
-        return self._s.summaries.get(summary_id)
+        found = self._s.summaries.get(summary_id)
+        return found if found is not None and live(found) else None
 
     async def get_many(self, summary_ids: Sequence[int]) -> list[Summary]:
-        return [self._s.summaries[i] for i in dict.fromkeys(summary_ids) if i in self._s.summaries]
+        return [self._s.summaries[i] for i in dict.fromkeys(summary_ids) if i in self._s.summaries
+                and live(self._s.summaries[i])]
 
     async def list(self, session_id: int) -> list[Summary]:
-        return sorted((s for s in self._s.summaries.values() if s.session_id == session_id),
+        return sorted((s for s in self._s.summaries.values() if s.session_id == session_id and live(s)),
                       key=lambda s: (s.created_at, s.id))
 
 
@@ -31,10 +33,13 @@ class SummaryTx:
 
     def insert(self, summary: NewSummary) -> Summary:
         s = summary
+        expires = expiry(s.expires_at)
         if s.session_id not in self._s.sessions:
             raise NotFound(f"session {s.session_id} does not exist", field="sessionId")
+        session = self._s.sessions[s.session_id]
         out = Summary(self._s.next_id("summaries"), s.session_id, s.content, s.first_episode_id,
-                      s.last_episode_id, s.episode_count, s.token_count, stored(s.metadata), utc_now())
+                      s.last_episode_id, s.episode_count, s.token_count, stored(s.metadata), utc_now(),
+                      session.user_id, session.agent_id, expires)
         self._s.summaries[out.id] = out
         return out
 

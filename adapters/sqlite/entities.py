@@ -17,30 +17,34 @@ _EDGES = {"out": "from_id = ?", "in": "to_id = ?", "both": "(from_id = ? OR to_i
 
 class SqliteEntities(Reads):
     async def get(self, entity_id: int) -> Entity | None:
-        return await self._one("SELECT * FROM entities WHERE id = ?", (entity_id,), rows.entity_of)
+        return await self._one(f"SELECT * FROM entities WHERE id = ? AND {rows.live()}", (entity_id, utc_now()),
+                               rows.entity_of)
 
     async def get_many(self, entity_ids: Sequence[int]) -> list[Entity]:
-        return await self._many_by_id("entities", entity_ids, rows.entity_of)
+        return await self._many_by_id("entities", entity_ids, rows.entity_of, live=True)
 
     async def by_type(self, entity_type: str, limit: int, offset: int) -> Page[Entity]:
-        return await self._page("entities", "type = ?", (entity_type,), "name, id", limit, offset, rows.entity_of)
+        return await self._page("entities", f"type = ? AND {rows.live()}", (entity_type, utc_now()), "name, id",
+                                limit, offset, rows.entity_of)
 
     async def find_by_name(self, name: str, limit: int) -> list[Entity]:
         # instr, not LIKE: % and _ in a name are literal, and casefold() folds beyond ASCII.
         needle = name.casefold()
         return await self._all(
-            "SELECT * FROM entities WHERE instr(casefold(name), ?) > 0"
+            f"SELECT * FROM entities WHERE instr(casefold(name), ?) > 0 AND {rows.live()}"
             " ORDER BY casefold(name) = ? DESC, name, id LIMIT ?",
-            (needle, needle, limit), rows.entity_of,
+            (needle, utc_now(), needle, limit), rows.entity_of,
         )
 
-    async def mentioned_in(self, texts: Sequence[str], limit: int) -> list[Entity]:
+    async def mentioned_in(self, texts: Sequence[str], limit: int, user_id: str | None = None) -> list[Entity]:
         haystack = "\n".join(texts).casefold()
         if not haystack.strip():
             return []
+        mine = "" if user_id is None else " AND (user_id IS NULL OR user_id = ?)"
         found = await self._all(
-            "SELECT * FROM entities WHERE length(name) > 0 AND instr(?, casefold(name)) > 0 ORDER BY id",
-            (haystack,), rows.entity_of,
+            f"SELECT * FROM entities WHERE length(name) > 0 AND instr(?, casefold(name)) > 0 AND {rows.live()}{mine}"
+            " ORDER BY id",
+            (haystack, utc_now(), *(() if user_id is None else (user_id,))), rows.entity_of,
         )
         words = [e for e in found if re.search(rf"(?<!\w){re.escape(e.name.casefold())}(?!\w)", haystack)]
         return words[:limit]
@@ -58,18 +62,24 @@ class EntityTx(Writes):
 
     def upsert(self, entity: NewEntity) -> Upserted[Entity]:
         conn, now = self._conn, utc_now()
-        row = conn.execute("SELECT id FROM entities WHERE name = ? AND type = ?", (entity.name, entity.type)).fetchone()
+        expires = rows.expiry_timestamp(entity.expires_at)
+        row = conn.execute(  # ifnull(user_id, ''): the unique index's key, so the lookup uses it
+            "SELECT id FROM entities WHERE ifnull(user_id, '') = ? AND name = ? AND type = ?",
+            (entity.user_id or "", entity.name, entity.type),
+        ).fetchone()
         if row is None:
             cur = conn.execute(
-                "INSERT INTO entities(name, type, notes, metadata, created_at, updated_at) VALUES (?,?,?,?,?,?)",
-                (entity.name, entity.type, entity.notes, rows.dump_metadata(entity.metadata), now, now),
+                "INSERT INTO entities(name, type, notes, metadata, created_at, updated_at, user_id, expires_at)"
+                " VALUES (?,?,?,?,?,?,?,?)",
+                (entity.name, entity.type, entity.notes, rows.dump_metadata(entity.metadata), now, now,
+                 entity.user_id, expires),
             )
             entity_id, created = cur.lastrowid, True
         else:
             entity_id, created = row["id"], False
             conn.execute(
-                "UPDATE entities SET notes = ?, metadata = ?, updated_at = ? WHERE id = ?",
-                (entity.notes, rows.dump_metadata(entity.metadata), now, entity_id),
+                "UPDATE entities SET notes = ?, metadata = ?, updated_at = ?, expires_at = ? WHERE id = ?",
+                (entity.notes, rows.dump_metadata(entity.metadata), now, expires, entity_id),
             )
         stored = conn.execute("SELECT * FROM entities WHERE id = ?", (entity_id,)).fetchone()
         return Upserted(rows.entity_of(stored), created)
@@ -101,9 +111,9 @@ class EntityTx(Writes):
                 raise NotFound(f"entity {entity_id} does not exist", field=field)
         meta = rows.dump_metadata(r.metadata)
         cur = conn.execute(
-            "INSERT INTO relationships(from_id, to_id, label, metadata, created_at) VALUES (?,?,?,?,?)"
+            "INSERT INTO relationships(from_id, to_id, label, metadata, created_at, user_id) VALUES (?,?,?,?,?,?)"
             " ON CONFLICT(from_id, to_id, label) DO NOTHING",
-            (r.from_id, r.to_id, r.label, meta, utc_now()),
+            (r.from_id, r.to_id, r.label, meta, utc_now(), r.user_id),
         )
         created = cur.rowcount == 1
         if not created:

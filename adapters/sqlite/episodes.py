@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Sequence
+from dataclasses import replace
 
 from adapters.sqlite import rows
 from adapters.sqlite.reads import Reads, Writes, in_list
@@ -27,20 +28,22 @@ _NEIGHBOURS = """
 
 class SqliteEpisodes(Reads):
     async def get(self, episode_id: int) -> Episode | None:
-        return await self._one("SELECT * FROM episodes WHERE id = ?", (episode_id,), rows.episode_of)
+        return await self._one(f"SELECT * FROM episodes WHERE id = ? AND {rows.live()}", (episode_id, utc_now()),
+                               rows.episode_of)
 
     async def get_many(self, episode_ids: Sequence[int]) -> list[Episode]:
-        return await self._many_by_id("episodes", episode_ids, rows.episode_of)
+        return await self._many_by_id("episodes", episode_ids, rows.episode_of, live=True)
 
     async def list(self, session_id: int, limit: int, offset: int) -> Page[Episode]:
         return await self._page(
-            "episodes", "session_id = ?", (session_id,), "created_at, id", limit, offset, rows.episode_of
+            "episodes", f"session_id = ? AND {rows.live()}", (session_id, utc_now()), "created_at, id", limit,
+            offset, rows.episode_of,
         )
 
     async def recent(self, session_id: int, limit: int) -> list[Episode]:
         return await self._all(
-            "SELECT * FROM episodes WHERE session_id = ? ORDER BY created_at DESC, id DESC LIMIT ?",
-            (session_id, limit), rows.episode_of,
+            f"SELECT * FROM episodes WHERE session_id = ? AND {rows.live()} ORDER BY created_at DESC, id DESC LIMIT ?",
+            (session_id, utc_now(), limit), rows.episode_of,
         )
 
     async def neighbours(self, episode_ids: Sequence[int], window: int) -> dict[int, Neighbours]:
@@ -69,22 +72,26 @@ class EpisodeTx(Writes):
     def insert(self, episodes: Sequence[NewEpisode]) -> list[Episode]:
         conn = self._conn
         times = [rows.canonical_timestamp(new.created_at) for new in episodes]  # Invalid before any row
-        known: set[int] = set()
+        expiries = [rows.expiry_timestamp(new.expires_at) for new in episodes]
+        owners: dict[int, tuple] = {}
         stored: list[Episode] = []
-        for new, given in zip(episodes, times):
-            if new.session_id not in known:
-                if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (new.session_id,)).fetchone() is None:
+        for new, given, expires in zip(episodes, times, expiries):
+            if new.session_id not in owners:
+                row = conn.execute("SELECT user_id, agent_id FROM sessions WHERE id = ?", (new.session_id,)).fetchone()
+                if row is None:
                     raise NotFound(f"session {new.session_id} does not exist", field="sessionId")
-                known.add(new.session_id)
+                owners[new.session_id] = (row[0], row[1])
+            user, agent = owners[new.session_id]
             created = given or utc_now()
             text, meta = rows.stored_metadata(new.metadata)
             cur = conn.execute(
                 "INSERT INTO episodes(session_id, user_message, ai_response, token_count, metadata,"
-                " created_at) VALUES (?,?,?,?,?,?)",
-                (new.session_id, new.user_message, new.ai_response, new.token_count, text, created),
+                " created_at, user_id, agent_id, expires_at) VALUES (?,?,?,?,?,?,?,?,?)",
+                (new.session_id, new.user_message, new.ai_response, new.token_count, text, created, user, agent,
+                 expires),
             )
             stored.append(Episode(cur.lastrowid, new.session_id, new.user_message, new.ai_response,
-                                  new.token_count, meta, created))
+                                  new.token_count, meta, created, user, agent, expires))
         return stored
 
     def update(self, episode_id: int, changes: EpisodeChanges) -> tuple[Episode, Episode] | None:
@@ -100,7 +107,7 @@ class EpisodeTx(Writes):
             "UPDATE episodes SET user_message = ?, ai_response = ?, token_count = ?, metadata = ? WHERE id = ?",
             (user, ai, tokens, text, episode_id),
         )
-        return old, Episode(episode_id, old.session_id, user, ai, tokens, meta, old.created_at)
+        return old, replace(old, user_message=user, ai_response=ai, token_count=tokens, metadata=meta)
 
     def delete(self, episode_id: int) -> bool:
         return self._delete("episodes", episode_id)

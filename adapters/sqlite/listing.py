@@ -6,7 +6,7 @@ from adapters.sqlite import rows
 from adapters.sqlite.filters import metadata_sql
 from adapters.sqlite.reads import Reads
 from domain.listing import Listed, ListQuery, page_from
-from domain.models import Entity, Episode, Relationship, Session, Summary
+from domain.models import Entity, Episode, Relationship, Session, Summary, utc_now
 
 
 class SqliteListing(Reads):
@@ -25,23 +25,27 @@ class SqliteListing(Reads):
         return page_from(found, query.limit)
 
     @staticmethod
-    def _equal(column: str, value) -> list[tuple[str, list]]:
-        return [] if value is None else [(f"{column} = ?", [value])]
+    def _equal(query: ListQuery, *columns: str, live: bool = False) -> list[tuple[str, list]]:
+        """``column = ?`` for each of ``columns`` the query sets (the column is the field's name)."""
+        where = [(f"{c} = ?", [getattr(query, c)]) for c in columns if getattr(query, c) is not None]
+        return [*where, (rows.live(), [utc_now()])] if live else where
 
     async def sessions(self, query: ListQuery) -> Listed[Session]:
-        return await self._page("sessions", query, [], rows.session_of)
+        return await self._page("sessions", query, self._equal(query, "user_id", "agent_id"), rows.session_of)
 
     async def episodes(self, query: ListQuery) -> Listed[Episode]:
-        return await self._page("episodes", query, self._equal("session_id", query.session_id), rows.episode_of)
+        where = self._equal(query, "session_id", "user_id", "agent_id", live=True)
+        return await self._page("episodes", query, where, rows.episode_of)
 
     async def entities(self, query: ListQuery) -> Listed[Entity]:
-        return await self._page("entities", query, self._equal("type", query.type), rows.entity_of)
+        return await self._page("entities", query, self._equal(query, "type", "user_id", live=True), rows.entity_of)
 
     async def relationships(self, query: ListQuery) -> Listed[Relationship]:
-        where = self._equal("label", query.label)
+        where = self._equal(query, "label", "user_id")
         if query.entity_id is not None:
             where.append(("(from_id = ? OR to_id = ?)", [query.entity_id, query.entity_id]))
         return await self._page("relationships", query, where, rows.relationship_of)
 
     async def summaries(self, query: ListQuery) -> Listed[Summary]:
-        return await self._page("summaries", query, self._equal("session_id", query.session_id), rows.summary_of)
+        where = self._equal(query, "session_id", "user_id", "agent_id", live=True)
+        return await self._page("summaries", query, where, rows.summary_of)

@@ -6,7 +6,7 @@ import sqlite3
 from collections.abc import Sequence
 
 from adapters.sqlite.database import SqliteDatabase
-from domain.models import Page
+from domain.models import Page, utc_now
 
 
 def in_list(ids: Sequence[int]) -> str:
@@ -30,11 +30,17 @@ class Reads:
     async def _all(self, sql, params, mapper) -> list:
         return await self._db.read(lambda conn: [mapper(r) for r in conn.execute(sql, params).fetchall()])
 
-    async def _many_by_id(self, table: str, ids: Sequence[int], mapper) -> list:
+    async def _many_by_id(self, table: str, ids: Sequence[int], mapper, live: bool = False) -> list:
+        """Rows by id in the order given; with ``live``, expired rows (``expires_at`` past) are left out."""
         if not ids:
             return []
         wanted = list(dict.fromkeys(ids))
-        found = await self._all(f"SELECT * FROM {table} WHERE id IN ({in_list(wanted)})", wanted, mapper)
+        sql = f"SELECT * FROM {table} WHERE id IN ({in_list(wanted)})"
+        params: list = list(wanted)
+        if live:
+            sql += " AND (expires_at IS NULL OR expires_at > ?)"
+            params.append(utc_now())
+        found = await self._all(sql, params, mapper)
         by_id = {item.id: item for item in found}
         return [by_id[i] for i in wanted if i in by_id]
 

@@ -38,26 +38,29 @@ def canonical_timestamp(text: str | None) -> str | None:
 
 
 def session_of(row: sqlite3.Row) -> Session:
-    return Session(row["id"], row["external_id"], _meta(row["metadata"]), row["created_at"], row["updated_at"])
+    return Session(row["id"], row["external_id"], _meta(row["metadata"]), row["created_at"], row["updated_at"],
+                   row["user_id"], row["agent_id"])
 
 
 def episode_of(row: sqlite3.Row) -> Episode:
     return Episode(
         row["id"], row["session_id"], row["user_message"], row["ai_response"],
-        row["token_count"], _meta(row["metadata"]), row["created_at"],
+        row["token_count"], _meta(row["metadata"]), row["created_at"], row["user_id"], row["agent_id"],
+        row["expires_at"],
     )
 
 
 def entity_of(row: sqlite3.Row) -> Entity:
     return Entity(
         row["id"], row["name"], row["type"], row["notes"], _meta(row["metadata"]),
-        row["created_at"], row["updated_at"],
+        row["created_at"], row["updated_at"], row["user_id"], row["expires_at"],
     )
 
 
 def relationship_of(row: sqlite3.Row) -> Relationship:
     return Relationship(
-        row["id"], row["from_id"], row["to_id"], row["label"], _meta(row["metadata"]), row["created_at"]
+        row["id"], row["from_id"], row["to_id"], row["label"], _meta(row["metadata"]), row["created_at"],
+        row["user_id"],
     )
 
 
@@ -65,7 +68,23 @@ def summary_of(row: sqlite3.Row) -> Summary:
     return Summary(
         row["id"], row["session_id"], row["content"], row["first_episode_id"], row["last_episode_id"],
         row["episode_count"], row["token_count"], _meta(row["metadata"]), row["created_at"],
+        row["user_id"], row["agent_id"], row["expires_at"],
     )
+
+
+def expiry_timestamp(text: str | None) -> str | None:
+    """A client's ``expiresAt`` in the store's format (string order is time order)."""
+    if text is None:
+        return None
+    try:
+        return format_timestamp(parse_timestamp(text))
+    except ValueError:
+        raise Invalid(f"expiresAt {text!r} is not an ISO-8601 timestamp", field="expiresAt") from None
+
+
+def live(alias: str = "") -> str:
+    """The condition "not expired" on a table with ``expires_at`` (one parameter: now)."""
+    return f"({alias}expires_at IS NULL OR {alias}expires_at > ?)"
 
 
 def job_of(row: sqlite3.Row) -> OutboxJob:

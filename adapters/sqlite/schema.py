@@ -142,6 +142,66 @@ MIGRATIONS: list[list[str]] = [
         *_forget_embedding("entities", ["name", "type", "notes"]),
         *_forget_embedding("summaries", ["content"]),
     ],
+    # "owners+expiry" (issue 14, items 1 and 4): sessions take an optional userId/agentId, copied
+    # onto their episodes and summaries (a session's owner never changes, so the copy cannot go
+    # stale, and search/forgetting filter one table); entities and relationships take an optional
+    # userId, and an entity is unique by (userId, name, type), NULL being "global" (the seed's
+    # rule); episodes, entities and summaries take an optional expiresAt.
+    # SQLite cannot drop the table constraint UNIQUE(name, type), so entities is rebuilt with the
+    # same ids; the foreign keys are on, so dropping the old table cascades into relationships,
+    # which are kept aside first and put back (same ids) after the rename.
+    [
+        "ALTER TABLE sessions ADD COLUMN user_id TEXT",
+        "ALTER TABLE sessions ADD COLUMN agent_id TEXT",
+        "CREATE INDEX idx_sessions_user ON sessions(user_id, id) WHERE user_id IS NOT NULL",
+        "CREATE INDEX idx_sessions_agent ON sessions(agent_id, id) WHERE agent_id IS NOT NULL",
+        "ALTER TABLE episodes ADD COLUMN user_id TEXT",
+        "ALTER TABLE episodes ADD COLUMN agent_id TEXT",
+        "ALTER TABLE episodes ADD COLUMN expires_at TEXT",
+        "CREATE INDEX idx_episodes_user ON episodes(user_id) WHERE user_id IS NOT NULL",
+        "CREATE INDEX idx_episodes_expiry ON episodes(expires_at) WHERE expires_at IS NOT NULL",
+        "ALTER TABLE summaries ADD COLUMN user_id TEXT",
+        "ALTER TABLE summaries ADD COLUMN agent_id TEXT",
+        "ALTER TABLE summaries ADD COLUMN expires_at TEXT",
+        "CREATE INDEX idx_summaries_user ON summaries(user_id) WHERE user_id IS NOT NULL",
+        "CREATE INDEX idx_summaries_expiry ON summaries(expires_at) WHERE expires_at IS NOT NULL",
+        "UPDATE episodes SET (user_id, agent_id) = (SELECT user_id, agent_id FROM sessions s WHERE s.id = episodes.session_id)",
+        "UPDATE summaries SET (user_id, agent_id) = (SELECT user_id, agent_id FROM sessions s WHERE s.id = summaries.session_id)",
+        "CREATE TABLE migration_kept_relationships AS SELECT * FROM relationships",
+        """CREATE TABLE entities_owned (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            name TEXT NOT NULL,
+            type TEXT NOT NULL,
+            notes TEXT,
+            metadata TEXT NOT NULL DEFAULT '{}',
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL,
+            user_id TEXT,
+            expires_at TEXT)""",
+        "INSERT INTO entities_owned(id, name, type, notes, metadata, created_at, updated_at)"
+        " SELECT id, name, type, notes, metadata, created_at, updated_at FROM entities",
+        "DELETE FROM sqlite_sequence WHERE name = 'entities_owned'",
+        "INSERT INTO sqlite_sequence(name, seq) SELECT 'entities_owned', seq FROM sqlite_sequence WHERE name = 'entities'",
+        "DELETE FROM relationships",  # what dropping entities would cascade to, explicitly
+        "DROP TABLE entities",
+        "ALTER TABLE entities_owned RENAME TO entities",
+        # '' is never a user id (ids are non-empty), so it stands for "global" in the key.
+        "CREATE UNIQUE INDEX idx_entities_owner_name_type ON entities(ifnull(user_id, ''), name, type)",
+        "CREATE INDEX idx_entities_type ON entities(type, name)",
+        "CREATE INDEX idx_entities_user ON entities(user_id) WHERE user_id IS NOT NULL",
+        "CREATE INDEX idx_entities_expiry ON entities(expires_at) WHERE expires_at IS NOT NULL",
+        *_fts("entities_fts", "entities", ["name", "type", "notes"])[1:],  # the FTS table itself stays
+        *_forget_embedding("entities", ["name", "type", "notes"]),
+        "ALTER TABLE relationships ADD COLUMN user_id TEXT",
+        "INSERT INTO relationships(id, from_id, to_id, label, metadata, created_at)"
+        " SELECT id, from_id, to_id, label, metadata, created_at FROM migration_kept_relationships",
+        "DROP TABLE migration_kept_relationships",
+        "CREATE INDEX idx_relationships_user ON relationships(user_id) WHERE user_id IS NOT NULL",
+        # Points made before this version carry no owner and no metadata in their payload: the
+        # index manager rebuilds each collection from the stored embeddings (no re-embedding).
+        "INSERT OR REPLACE INTO index_meta(key, value) SELECT 'reindex', 'entities,episodes,summaries'"
+        " WHERE EXISTS (SELECT 1 FROM embeddings)",
+    ],
     # "listing" (issue 14, item 3): the keyset lists read each kind in (created_at, id) order,
     # across sessions too; these indexes make a page a range scan, not a sort of the whole table
     [

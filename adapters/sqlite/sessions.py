@@ -7,7 +7,7 @@ import sqlite3
 from adapters.sqlite import rows
 from adapters.sqlite.reads import Reads, Writes
 from domain.errors import Conflict
-from domain.models import Metadata, Page, Session, utc_now
+from domain.models import Metadata, Owner, Page, Session, utc_now
 
 
 class SqliteSessions(Reads):
@@ -17,24 +17,26 @@ class SqliteSessions(Reads):
     async def by_external_id(self, external_id: str) -> Session | None:
         return await self._one("SELECT * FROM sessions WHERE external_id = ?", (external_id,), rows.session_of)
 
-    async def list(self, limit: int, offset: int) -> Page[Session]:
-        return await self._page("sessions", "1", (), "id", limit, offset, rows.session_of)
+    async def list(self, limit: int, offset: int, owner: Owner = Owner()) -> Page[Session]:
+        where, params = owner_sql(owner)
+        return await self._page("sessions", where, params, "id", limit, offset, rows.session_of)
 
 
 class SessionTx(Writes):
     __slots__ = ()
 
-    def create(self, external_id: str, metadata: Metadata) -> Session:
+    def create(self, external_id: str, metadata: Metadata, owner: Owner = Owner()) -> Session:
         now = utc_now()
         text, meta = rows.stored_metadata(metadata)
         try:
             cur = self._conn.execute(
-                "INSERT INTO sessions(external_id, metadata, created_at, updated_at) VALUES (?,?,?,?)",
-                (external_id, text, now, now),
+                "INSERT INTO sessions(external_id, metadata, created_at, updated_at, user_id, agent_id)"
+                " VALUES (?,?,?,?,?,?)",
+                (external_id, text, now, now, owner.user_id, owner.agent_id),
             )
         except sqlite3.IntegrityError:
             raise Conflict(f"a session with externalId {external_id!r} exists", field="externalId")
-        return Session(cur.lastrowid, external_id, meta, now, now)
+        return Session(cur.lastrowid, external_id, meta, now, now, owner.user_id, owner.agent_id)
 
     def update(self, session_id: int, metadata: Metadata) -> Session | None:
         self._conn.execute(
@@ -46,3 +48,15 @@ class SessionTx(Writes):
 
     def delete(self, session_id: int) -> bool:
         return self._delete("sessions", session_id)  # episodes and summaries go by ON DELETE CASCADE
+
+
+def owner_sql(owner: Owner, alias: str = "") -> tuple[str, tuple]:
+    """The condition "owned by ``owner``" on a table with ``user_id`` / ``agent_id`` columns."""
+    where, params = ["1"], []
+    if owner.user_id is not None:
+        where.append(f"{alias}user_id = ?")
+        params.append(owner.user_id)
+    if owner.agent_id is not None:
+        where.append(f"{alias}agent_id = ?")
+        params.append(owner.agent_id)
+    return " AND ".join(where[1:] or where), tuple(params)

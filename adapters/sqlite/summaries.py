@@ -15,14 +15,16 @@ _CHANGEABLE = ("content", "first_episode_id", "last_episode_id", "episode_count"
 
 class SqliteSummaries(Reads):
     async def get(self, summary_id: int) -> Summary | None:
-        return await self._one("SELECT * FROM summaries WHERE id = ?", (summary_id,), rows.summary_of)
+        return await self._one(f"SELECT * FROM summaries WHERE id = ? AND {rows.live()}", (summary_id, utc_now()),
+                               rows.summary_of)
 
     async def get_many(self, summary_ids: Sequence[int]) -> list[Summary]:
-        return await self._many_by_id("summaries", summary_ids, rows.summary_of)
+        return await self._many_by_id("summaries", summary_ids, rows.summary_of, live=True)
 
     async def list(self, session_id: int) -> list[Summary]:
         return await self._all(
-            "SELECT * FROM summaries WHERE session_id = ? ORDER BY created_at, id", (session_id,), rows.summary_of
+            f"SELECT * FROM summaries WHERE session_id = ? AND {rows.live()} ORDER BY created_at, id",
+            (session_id, utc_now()), rows.summary_of,
         )
 
 
@@ -31,18 +33,20 @@ class SummaryTx(Writes):
 
     def insert(self, summary: NewSummary) -> Summary:
         s, conn = summary, self._conn
-        if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (s.session_id,)).fetchone() is None:
+        expires = rows.expiry_timestamp(s.expires_at)
+        owner = conn.execute("SELECT user_id, agent_id FROM sessions WHERE id = ?", (s.session_id,)).fetchone()
+        if owner is None:
             raise NotFound(f"session {s.session_id} does not exist", field="sessionId")
         now = utc_now()
         text, meta = rows.stored_metadata(s.metadata)
         cur = conn.execute(
             "INSERT INTO summaries(session_id, content, first_episode_id, last_episode_id, episode_count,"
-            " token_count, metadata, created_at) VALUES (?,?,?,?,?,?,?,?)",
+            " token_count, metadata, created_at, user_id, agent_id, expires_at) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
             (s.session_id, s.content, s.first_episode_id, s.last_episode_id, s.episode_count,
-             s.token_count, text, now),
+             s.token_count, text, now, owner[0], owner[1], expires),
         )
         return Summary(cur.lastrowid, s.session_id, s.content, s.first_episode_id, s.last_episode_id,
-                       s.episode_count, s.token_count, meta, now)
+                       s.episode_count, s.token_count, meta, now, owner[0], owner[1], expires)
 
     def update(self, summary_id: int, changes: SummaryChanges) -> tuple[Summary, Summary] | None:
         row = self._conn.execute("SELECT * FROM summaries WHERE id = ?", (summary_id,)).fetchone()

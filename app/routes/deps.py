@@ -17,7 +17,7 @@ from app.schemas import ErrorBody
 
 from domain.context import ContextService
 from domain.listing import MAX_CURSOR, MAX_FILTER_TEXT
-from domain.limits import MAX_ID, MAX_LIMIT, MAX_OFFSET
+from domain.limits import MAX_ID, MAX_LIMIT, MAX_NAME, MAX_OFFSET
 from domain.retrieval import SearchService
 from domain.services import EntityService, EpisodeService, SessionService, SummaryService
 
@@ -34,6 +34,10 @@ Filter = Annotated[str | None, Parameter(max_length=MAX_FILTER_TEXT, description
     "(URL-encoded; the same filter as POST /search)"))]
 SessionFilter = Annotated[int | None, QueryParameter(name="sessionId", ge=1, le=MAX_ID, description="one session's records")]
 EntityFilter = Annotated[int | None, QueryParameter(name="entityId", ge=1, le=MAX_ID, description="edges from or to it")]
+UserFilter = Annotated[str | None, QueryParameter(name="userId", min_length=1, max_length=MAX_NAME,
+                                                  description="records owned by this user")]
+AgentFilter = Annotated[str | None, QueryParameter(name="agentId", min_length=1, max_length=MAX_NAME,
+                                                   description="records of this agent's sessions")]
 LIST_DESCRIPTION = (
     "Keyset pagination over (createdAt, id): pass the answer's `nextCursor` as `cursor` for the next page "
     "(null on the last page). Rows written while you page never make a page repeat or skip a row that "

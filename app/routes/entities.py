@@ -6,13 +6,15 @@ from litestar import Controller, Response, delete, get, patch, post
 from litestar.openapi import ResponseSpec
 from litestar.params import Parameter, QueryParameter
 
-from app.routes.deps import LIST_DESCRIPTION, Cursor, Filter, Limit, Offset, EntityFilter, Order, PathId, errors
+from app.routes.deps import (
+    LIST_DESCRIPTION, Cursor, EntityFilter, Filter, Limit, Offset, Order, PathId, UserFilter, errors,
+)
 from app.routes.examples import DeleteRelationshipBody, UpdateEntityBody, UpsertEntityBody, UpsertRelationshipBody
 from app.schemas import (
     EntityCursorPage, EntityOut, EntityPage, RelationshipCursorPage, RelationshipOut, wire,
 )
 from domain.limits import MAX_NAME
-from domain.models import EntityChanges, NewEntity, NewRelationship
+from domain.models import EntityChanges, NewEntity, NewRelationship, format_timestamp
 from domain.services import EntityService
 
 Name = Annotated[str, Parameter(min_length=1, max_length=MAX_NAME)]
@@ -22,19 +24,23 @@ class EntityController(Controller):
     path = "/entities"
     tags = ["entities"]
 
-    @post("/", summary="Upsert an entity by (name, type): 201 created, 200 updated",
+    @post("/", summary="Upsert an entity by (userId, name, type): 201 created, 200 updated",
           responses={**errors(400, 413), 200: ResponseSpec(EntityOut, description="An existing entity, updated")})
     async def upsert(self, data: UpsertEntityBody, entity_service: EntityService) -> Response[EntityOut]:
-        result = await entity_service.upsert(NewEntity(data.name, data.type, data.notes, data.metadata))
+        result = await entity_service.upsert(NewEntity(
+            data.name, data.type, data.notes, data.metadata, data.user_id,
+            format_timestamp(data.expires_at) if data.expires_at else None))
         return Response(wire(result.item, EntityOut), status_code=201 if result.created else 200)
 
     @get("/", summary="List entities (filter by type and metadata; oldest or newest first)",
          responses=errors(400), description=LIST_DESCRIPTION)
     async def list_all(self, entity_service: EntityService, limit: Limit = 20, order: Order = "asc",
                        cursor: Cursor = None, filter: Filter = None,
-                       type: Annotated[str | None, Parameter(min_length=1, max_length=MAX_NAME)] = None) -> EntityCursorPage:
-        return wire(await entity_service.listed(limit=limit, order=order, cursor=cursor, filter=filter, type=type),
-                    EntityCursorPage)
+                       type: Annotated[str | None, Parameter(min_length=1, max_length=MAX_NAME)] = None,
+                       user_id: UserFilter = None) -> EntityCursorPage:
+        page = await entity_service.listed(limit=limit, order=order, cursor=cursor, filter=filter, type=type,
+                                           user_id=user_id)
+        return wire(page, EntityCursorPage)
 
     @get("/by-type/{entity_type:str}", summary="Entities of one type, by name", responses=errors(400))
     async def by_type(self, entity_type: str, entity_service: EntityService, limit: Limit = 100,
@@ -80,10 +86,10 @@ class RelationshipController(Controller):
     async def list_all(
         self, entity_service: EntityService, limit: Limit = 20, order: Order = "asc", cursor: Cursor = None,
         filter: Filter = None, entity_id: EntityFilter = None,
-        label: Annotated[str | None, Parameter(min_length=1, max_length=MAX_NAME)] = None,
+        label: Annotated[str | None, Parameter(min_length=1, max_length=MAX_NAME)] = None, user_id: UserFilter = None,
     ) -> RelationshipCursorPage:
         page = await entity_service.listed_relationships(limit=limit, order=order, cursor=cursor, filter=filter,
-                                                         entity_id=entity_id, label=label)
+                                                         entity_id=entity_id, label=label, user_id=user_id)
         return wire(page, RelationshipCursorPage)
 
     @post("/", summary="Upsert a relationship by (fromId, toId, label): 201 created, 200 updated",
@@ -91,7 +97,7 @@ class RelationshipController(Controller):
                      200: ResponseSpec(RelationshipOut, description="An existing relationship, updated")},
           description='Both entities must exist.')
     async def upsert(self, data: UpsertRelationshipBody, entity_service: EntityService) -> Response[RelationshipOut]:
-        result = await entity_service.relate(NewRelationship(data.from_id, data.to_id, data.label, data.metadata))
+        result = await entity_service.relate(NewRelationship(data.from_id, data.to_id, data.label, data.metadata, data.user_id))
         return Response(wire(result.item, RelationshipOut), status_code=201 if result.created else 200)
 
     @delete("/", summary="Delete a relationship named by {fromId, toId, label}",

@@ -5,13 +5,15 @@ from typing import Annotated, Literal
 from litestar import Controller, delete, get, patch, post
 from litestar.params import Parameter, QueryParameter
 
-from app.routes.deps import LIST_DESCRIPTION, Cursor, Filter, Limit, SessionFilter, Order, PathId, errors
+from app.routes.deps import (
+    LIST_DESCRIPTION, AgentFilter, Cursor, Filter, Limit, Order, PathId, SessionFilter, UserFilter, errors,
+)
 from app.routes.examples import CreateEpisodeBody, EpisodeBatchBody, UpdateEpisodeBody
 from app.schemas import (
     CreateEpisode, EpisodeCursorPage, EpisodeHit, EpisodeOut, EpisodeSearchOut, episode_out, wire,
 )
 from domain.limits import MAX_BATCH, MAX_ID, MAX_KEYWORD_QUERY, MAX_LIMIT
-from domain.models import EpisodeChanges, NewEpisode, format_timestamp
+from domain.models import EpisodeChanges, NewEpisode, Owner, format_timestamp
 from domain.services import EpisodeService
 
 
@@ -20,6 +22,7 @@ def new_episode(data: CreateEpisode) -> NewEpisode:
         session_id=data.session_id, user_message=data.user_message, ai_response=data.ai_response,
         token_count=data.token_count, metadata=data.metadata,
         created_at=format_timestamp(data.created_at) if data.created_at else None,
+        expires_at=format_timestamp(data.expires_at) if data.expires_at else None,
     )
 
 
@@ -44,10 +47,11 @@ class EpisodeController(Controller):
          responses=errors(400), description=LIST_DESCRIPTION)
     async def list_all(
         self, episode_service: EpisodeService, limit: Limit = 20, order: Order = "asc", cursor: Cursor = None,
-        filter: Filter = None, session_id: SessionFilter = None,
+        filter: Filter = None, session_id: SessionFilter = None, user_id: UserFilter = None,
+        agent_id: AgentFilter = None,
     ) -> EpisodeCursorPage:
         page = await episode_service.listed(limit=limit, order=order, cursor=cursor, filter=filter,
-                                            session_id=session_id)
+                                            session_id=session_id, owner=Owner(user_id, agent_id))
         return wire(page, EpisodeCursorPage)
 
     @get("/search", summary="Keyword (FTS5 BM25) search across episodes", responses=errors(400, 404),

@@ -3,13 +3,15 @@ from __future__ import annotations
 from typing import Annotated, Literal
 
 from litestar import Controller, delete, get, patch, post
-from litestar.params import Parameter
+from litestar.params import Parameter, QueryParameter
 
 from app.routes.deps import LIST_DESCRIPTION, Cursor, Filter, Limit, Offset, PathId, errors
 from app.routes.examples import CreateSessionBody, UpdateSessionBody
 from app.schemas import (
     EpisodePage, SessionCursorPage, SessionOut, SessionPage, SummaryOut, wire,
 )
+from domain.limits import MAX_NAME
+from domain.models import Owner
 from domain.services import EpisodeService, SessionService, SummaryService
 
 
@@ -23,27 +25,44 @@ class SessionController(Controller):
               'is unique.'
           ), raises=[], status_code=201)
     async def create(self, data: CreateSessionBody, session_service: SessionService) -> SessionOut:
-        return wire(await session_service.create(data.external_id, data.metadata), SessionOut)
+        owner = Owner(data.user_id, data.agent_id)
+        return wire(await session_service.create(data.external_id, data.metadata, owner), SessionOut)
 
     @get("/", summary="List sessions, oldest first (offset pages) or by cursor", responses=errors(400),
          description=(
-             "Without `order`, `cursor` or `filter` the answer is the offset page `{items, total, limit, offset}`, "
-             "exactly as before. With any of them it is the cursor page `{items, limit, nextCursor}`. "
+             "`userId` and `agentId` keep the sessions of that user / agent (both: of both). Without `order`, "
+             "`cursor` or `filter` the answer is the offset page `{items, total, limit, offset}`, exactly as "
+             "before. With any of them it is the cursor page `{items, limit, nextCursor}`. "
              + LIST_DESCRIPTION + " `offset` cannot be combined with the cursor form."))
     async def list_all(
         self, session_service: SessionService, limit: Limit = 20, offset: Offset | None = None,
+        user_id: Annotated[str | None, QueryParameter(name="userId", min_length=1, max_length=MAX_NAME)] = None,
+        agent_id: Annotated[str | None, QueryParameter(name="agentId", min_length=1, max_length=MAX_NAME)] = None,
         order: Annotated[Literal["asc", "desc"] | None, Parameter(
             description="asc: oldest first; desc: newest first (selects the cursor form)")] = None,
         cursor: Cursor = None, filter: Filter = None,
     ) -> SessionPage | SessionCursorPage:
+        owner = Owner(user_id, agent_id)
         if order is None and cursor is None and filter is None:
-            return wire(await session_service.list(limit, offset or 0), SessionPage)
+            return wire(await session_service.list(limit, offset or 0, owner), SessionPage)
         page = await session_service.listed(limit=limit, order=order or "asc", cursor=cursor, filter=filter,
-                                            offset=offset)
+                                            offset=offset, owner=owner)
         return wire(page, SessionCursorPage)
 
-    @get("/by-external/{external_id:str}", summary="Get a session by its external id", responses=errors(400, 404))
+    # ``path``, not ``str``: an external id may hold "/" (``user%2F42`` arrives decoded as
+    # ``user/42``), and a ``str`` parameter stops at the first slash.
+    @get("/by-external/{external_id:path}", summary="Get a session by its external id", responses=errors(400, 404),
+         description="An external id with `/` inside works too (send it percent-encoded, e.g. `user%2F42`); "
+                     "one that starts or ends with `/` is reached with `GET /sessions/by-external?externalId=`.")
     async def by_external(self, external_id: str, session_service: SessionService) -> SessionOut:
+        return wire(await session_service.by_external_id(external_id.removeprefix("/")), SessionOut)
+
+    @get("/by-external", summary="Get a session by its external id, given as a query parameter",
+         responses=errors(400, 404), description="Reaches any external id, whatever characters it holds.")
+    async def by_external_query(
+        self, session_service: SessionService,
+        external_id: Annotated[str, QueryParameter(name="externalId", min_length=1, max_length=MAX_NAME)],
+    ) -> SessionOut:
         return wire(await session_service.by_external_id(external_id), SessionOut)
 
     @get("/{session_id:str}", summary="Get a session", responses=errors(400, 404))

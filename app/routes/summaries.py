@@ -3,12 +3,13 @@ from __future__ import annotations
 from typing import Annotated
 
 from litestar import Controller, delete, get, patch, post
-from litestar.params import QueryParameter
 
-from app.routes.deps import LIST_DESCRIPTION, Cursor, Filter, Limit, SessionFilter, Order, PathId, errors
+from app.routes.deps import (
+    LIST_DESCRIPTION, AgentFilter, Cursor, Filter, Limit, Order, PathId, SessionFilter, UserFilter, errors,
+)
 from app.routes.examples import CreateSummaryBody, UpdateSummaryBody
 from app.schemas import SummaryCursorPage, SummaryOut, wire
-from domain.models import NewSummary, SummaryChanges
+from domain.models import NewSummary, Owner, SummaryChanges, format_timestamp
 from domain.services import SummaryService
 
 
@@ -20,17 +21,19 @@ class SummaryController(Controller):
           responses=errors(400, 404, 413), status_code=201)
     async def create(self, data: CreateSummaryBody, summary_service: SummaryService) -> SummaryOut:
         new = NewSummary(data.session_id, data.content, data.first_episode_id, data.last_episode_id,
-                         data.episode_count, data.token_count, data.metadata)
+                         data.episode_count, data.token_count, data.metadata,
+                         format_timestamp(data.expires_at) if data.expires_at else None)
         return wire(await summary_service.add(new), SummaryOut)
 
     @get("/", summary="List summaries across sessions or in one (filter by metadata)", responses=errors(400),
          description=LIST_DESCRIPTION)
     async def list_all(
         self, summary_service: SummaryService, limit: Limit = 20, order: Order = "asc", cursor: Cursor = None,
-        filter: Filter = None, session_id: SessionFilter = None,
+        filter: Filter = None, session_id: SessionFilter = None, user_id: UserFilter = None,
+        agent_id: AgentFilter = None,
     ) -> SummaryCursorPage:
         page = await summary_service.listed(limit=limit, order=order, cursor=cursor, filter=filter,
-                                            session_id=session_id)
+                                            session_id=session_id, owner=Owner(user_id, agent_id))
         return wire(page, SummaryCursorPage)
 
     @get("/{summary_id:str}", summary="Get a summary", responses=errors(400, 404))

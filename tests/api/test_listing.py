@@ -141,3 +141,25 @@ def test_offset_with_the_cursor_form_of_sessions_is_a_400(client):
 def test_bad_ids_in_list_filters_are_400s(client, path, param):
     for bad in ("0", "-1", "x", str(2**63)):
         assert_error(client.get(path, params={param: bad}), 400, param)
+
+
+def test_lists_filter_by_owner(client):
+    alice = client.post("/sessions", json={"externalId": "a", "userId": "alice", "agentId": "helper"}).json()["id"]
+    bob = client.post("/sessions", json={"externalId": "b", "userId": "bob"}).json()["id"]
+    mine = [episode(client, alice, f"a{n}") for n in range(3)]
+    episode(client, bob, "b")
+    assert walk(client, "/episodes", userId="alice", limit=2) == mine
+    assert walk(client, "/episodes", agentId="helper", order="desc") == mine[::-1]
+    assert walk(client, "/episodes", userId="bob", agentId="helper") == []
+    summary = client.post("/summaries", json={"sessionId": bob, "content": "b"}).json()["id"]
+    assert walk(client, "/summaries", userId="bob") == [summary]
+    assert walk(client, "/sessions", userId="alice", order="asc") == [alice]
+    ana = client.post("/entities", json={"name": "Ana", "type": "person", "userId": "alice"}).json()["id"]
+    glob = client.post("/entities", json={"name": "Ana", "type": "person"}).json()["id"]
+    assert walk(client, "/entities", userId="alice") == [ana]
+    assert walk(client, "/entities") == [ana, glob]
+    edge = client.post("/relationships", json={"fromId": ana, "toId": glob, "label": "is", "userId": "alice"}).json()
+    client.post("/relationships", json={"fromId": glob, "toId": ana, "label": "is"})
+    assert walk(client, "/relationships", userId="alice") == [edge["id"]]
+    for path in ("/episodes", "/entities", "/relationships", "/summaries"):
+        assert_error(client.get(path, params={"userId": ""}), 400, "userId")

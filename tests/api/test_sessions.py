@@ -197,3 +197,50 @@ def test_a_negative_or_oversized_page_of_episodes_is_a_400(client, session_id, p
 
 def test_the_largest_page_size_is_allowed(client, session_id):
     assert client.get(f"/sessions/{session_id}/episodes", params={"limit": 1000}).status_code == 200
+
+
+def test_a_session_takes_an_owner_keeps_it_through_patch_and_lists_filter_by_it(client):
+    made = client.post("/sessions", json={"externalId": "a", "userId": "alice", "agentId": "helper"})
+    assert made.status_code == 201, made.text
+    assert made.json()["userId"] == "alice" and made.json()["agentId"] == "helper"
+    client.post("/sessions", json={"externalId": "b", "userId": "bob"})
+    client.post("/sessions", json={"externalId": "c"})
+    patched = client.patch(f"/sessions/{made.json()['id']}", json={"metadata": {"x": 1}}).json()
+    assert (patched["userId"], patched["agentId"]) == ("alice", "helper")
+    assert [s["externalId"] for s in client.get("/sessions", params={"userId": "alice"}).json()["items"]] == ["a"]
+    assert [s["externalId"] for s in client.get("/sessions", params={"agentId": "helper"}).json()["items"]] == ["a"]
+    assert client.get("/sessions", params={"userId": "bob", "agentId": "helper"}).json()["total"] == 0
+    assert client.get("/sessions").json()["total"] == 3
+    assert set(client.get("/sessions/by-external/c").json()) == SESSION_KEYS  # no owner: the seed's body
+
+
+@pytest.mark.parametrize("body", [{"userId": ""}, {"agentId": ""}, {"userId": 5}, {"userId": "x" * 1001}])
+def test_a_bad_owner_is_a_400_naming_it(client, body):
+    assert_error(client.post("/sessions", json={"externalId": "a", **body}), 400, next(iter(body)))
+
+
+def test_an_empty_owner_query_is_a_400(client):
+    assert client.get("/sessions", params={"userId": ""}).status_code == 400
+
+
+@pytest.mark.parametrize("external_id", ["user/42", "a/b/c", "50%/x", "a b/ü?#"])
+def test_an_external_id_with_slashes_inside_is_reachable_in_the_path(client, external_id):
+    from urllib.parse import quote
+
+    made = client.post("/sessions", json={"externalId": external_id}).json()
+    found = client.get(f"/sessions/by-external/{quote(external_id, safe='')}")
+    assert found.status_code == 200, found.text
+    assert found.json()["id"] == made["id"]
+
+
+@pytest.mark.parametrize("external_id", ["user/42", "/lead", "trail/", "//", "a?b&c=d#e", "plain"])
+def test_any_external_id_is_reachable_as_a_query_parameter(client, external_id):
+    made = client.post("/sessions", json={"externalId": external_id}).json()
+    found = client.get("/sessions/by-external", params={"externalId": external_id})
+    assert found.status_code == 200, found.text
+    assert found.json()["id"] == made["id"]
+
+
+def test_the_query_form_of_by_external_needs_the_id(client):
+    assert_error(client.get("/sessions/by-external"), 400, "externalId")
+    assert_error(client.get("/sessions/by-external", params={"externalId": "nobody"}), 404)

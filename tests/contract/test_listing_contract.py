@@ -131,3 +131,53 @@ async def test_the_metadata_filter_agrees_with_the_reference(store, flt):
     made = await _episodes(store, s.id, range(len(metas)), meta=lambda m: metas[m])
     expected = [e.id for e in made if parse_filter(flt).matches(e.metadata)]
     assert await _walk(store.listing.episodes, limit=3, metadata=parse_filter(flt)) == expected
+
+
+async def test_owner_filters_keep_each_kinds_owned_records(store):
+    from domain.models import Owner
+
+    alice = await store.uow.run(lambda tx: writes.create_session(tx, "a", {}, Owner("alice", "helper")))
+    bob = await store.uow.run(lambda tx: writes.create_session(tx, "b", {}, Owner("bob", None)))
+    nobody = await a_session(store, "c")
+    eps = {s.id: await _episodes(store, s.id, [1, 2]) for s in (alice, bob, nobody)}
+    sums = {s.id: await store.uow.run(lambda tx: writes.add_summary(tx, NewSummary(s.id, "x"))) for s in (alice, bob)}
+    assert await _walk(store.listing.sessions, limit=1, user_id="alice") == [alice.id]
+    assert await _walk(store.listing.sessions, limit=1, agent_id="helper") == [alice.id]
+    assert await _walk(store.listing.episodes, limit=1, user_id="alice") == [e.id for e in eps[alice.id]]
+    assert await _walk(store.listing.episodes, limit=1, user_id="bob", agent_id="helper") == []
+    assert await _walk(store.listing.summaries, limit=1, user_id="bob") == [sums[bob.id].id]
+    assert len(await _walk(store.listing.episodes, limit=2)) == 6  # no owner: everybody's, as the seed
+
+    mine = (await store.uow.run(lambda tx: writes.upsert_entity(tx, NewEntity("Ana", "person", None, {}, "alice")))).item
+    glob = (await store.uow.run(lambda tx: writes.upsert_entity(tx, NewEntity("Ana", "person")))).item
+    assert await _walk(store.listing.entities, limit=1, user_id="alice") == [mine.id]
+    assert await _walk(store.listing.entities, limit=1) == [mine.id, glob.id]
+    edge = (await store.uow.run(lambda tx: writes.relate(tx, NewRelationship(mine.id, glob.id, "is", {}, "alice")))).item
+    await store.uow.run(lambda tx: writes.relate(tx, NewRelationship(glob.id, mine.id, "is")))
+    assert await _walk(store.listing.relationships, limit=1, user_id="alice") == [edge.id]
+
+
+async def test_expired_records_are_never_listed(store):
+    s = await a_session(store)
+    new = [NewEpisode(s.id, "gone", "x", expires_at="2001-01-01T00:00:00Z"),
+           NewEpisode(s.id, "kept", "x", expires_at="2999-01-01T00:00:00Z"), NewEpisode(s.id, "plain", "x")]
+    made = await store.uow.run(lambda tx: writes.add_episodes(tx, new))
+    assert await _walk(store.listing.episodes, limit=1) == [made[1].id, made[2].id]
+    await store.uow.run(lambda tx: writes.upsert_entity(tx, NewEntity("old", "t", expires_at="2001-01-01T00:00:00Z")))
+    assert await _walk(store.listing.entities, limit=5) == []
+    await store.uow.run(lambda tx: writes.add_summary(tx, NewSummary(s.id, "old", expires_at="2001-01-01T00:00:00Z")))
+    assert await _walk(store.listing.summaries, limit=5) == []
+
+
+async def test_renaming_respects_the_owners_uniqueness(store):
+    from domain.errors import Conflict
+    from domain.models import EntityChanges
+
+    mine = (await store.uow.run(lambda tx: writes.upsert_entity(tx, NewEntity("Ana", "person", None, {}, "alice")))).item
+    other = (await store.uow.run(lambda tx: writes.upsert_entity(tx, NewEntity("Rui", "person", None, {}, "alice")))).item
+    glob = (await store.uow.run(lambda tx: writes.upsert_entity(tx, NewEntity("Rui", "person")))).item
+    with pytest.raises(Conflict):
+        await store.uow.run(lambda tx: writes.update_entity(tx, other.id, EntityChanges(name="Ana")))
+    # The global "Rui" may become "Ana": alice's "Ana" is another owner's.
+    renamed = await store.uow.run(lambda tx: writes.update_entity(tx, glob.id, EntityChanges(name="Ana")))
+    assert (renamed.name, renamed.user_id) == ("Ana", None) and (await store.entities.get(mine.id)) == mine

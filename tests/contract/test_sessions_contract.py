@@ -106,3 +106,29 @@ async def test_deleting_a_session_removes_its_episodes_and_summaries_only(store:
     assert await store.summaries.get(kept_summary.id) == kept_summary
     counts = await store.operations.counts()
     assert (counts["sessions"], counts["episodes"], counts["summaries"]) == (1, 1, 1)
+
+
+async def test_a_session_keeps_its_owner_through_reads_and_updates_and_lists_filter_by_it(store: Store) -> None:
+    from domain.models import Owner
+
+    mine = await store.uow.run(lambda tx: writes.create_session(tx, "a", {}, Owner("u1", "bot")))
+    theirs = await store.uow.run(lambda tx: writes.create_session(tx, "b", {}, Owner("u2", "bot")))
+    nobodys = await store.uow.run(lambda tx: writes.create_session(tx, "c", {}))
+    assert (mine.user_id, mine.agent_id) == ("u1", "bot") and nobodys.user_id is None
+    assert await store.sessions.get(mine.id) == mine
+    updated = await store.uow.run(lambda tx: writes.update_session(tx, mine.id, {"x": 1}))
+    assert (updated.user_id, updated.agent_id) == ("u1", "bot")
+    assert [s.id for s in (await store.sessions.list(10, 0, Owner("u1"))).items] == [mine.id]
+    assert [s.id for s in (await store.sessions.list(10, 0, Owner(agent_id="bot"))).items] == [mine.id, theirs.id]
+    assert (await store.sessions.list(10, 0, Owner("u2", "other"))).total == 0
+    assert (await store.sessions.list(10, 0)).total == 3
+
+
+async def test_episodes_and_summaries_carry_their_sessions_owner(store: Store) -> None:
+    from domain.models import Owner
+
+    session = await store.uow.run(lambda tx: writes.create_session(tx, "a", {}, Owner("u1", "bot")))
+    [episode] = await store.uow.run(lambda tx: writes.add_episodes(tx, [NewEpisode(session.id, "u", "a")]))
+    summary = await store.uow.run(lambda tx: writes.add_summary(tx, NewSummary(session.id, "s")))
+    for record in (episode, await store.episodes.get(episode.id), summary, await store.summaries.get(summary.id)):
+        assert (record.user_id, record.agent_id) == ("u1", "bot")

@@ -149,3 +149,60 @@ def _rows(conn: sqlite3.Connection, sql: str) -> list[sqlite3.Row]:
         return conn.execute(sql).fetchall()
     finally:
         conn.row_factory = None
+
+
+def _at_version(conn: sqlite3.Connection, version: int) -> None:
+    conn.execute("BEGIN")
+    for statements in MIGRATIONS[:version]:
+        for statement in statements:
+            conn.execute(statement)
+    conn.execute(f"PRAGMA user_version = {version}")
+    conn.execute("COMMIT")
+
+
+def test_a_version_3_database_keeps_its_records_ids_and_keyword_index_through_the_owners_migration(
+    conn: sqlite3.Connection,
+) -> None:
+    _at_version(conn, 3)
+    session = a_session(conn)
+    conn.execute("INSERT INTO episodes(session_id, user_message, ai_response, created_at) VALUES (?, 'u', 'a', ?)",
+                 (session, NOW))
+    ada, bob = an_entity(conn, "Ada"), an_entity(conn, "Bob")
+    gone = an_entity(conn, "Gone")
+    conn.execute("DELETE FROM entities WHERE id = ?", (gone,))  # the highest id ever used is kept
+    conn.execute("INSERT INTO relationships(from_id, to_id, label, created_at) VALUES (?, ?, 'knows', ?)",
+                 (ada, bob, NOW))
+    conn.execute("INSERT INTO embeddings(collection, ref_id, model_id, vector) VALUES ('entities', ?, 1, x'00')", (ada,))
+    conn.execute("BEGIN")
+    assert migrate(conn) == 3
+    conn.execute("COMMIT")
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    assert [r[:3] for r in conn.execute("SELECT id, name, user_id FROM entities ORDER BY id")] == [
+        (ada, "Ada", None), (bob, "Bob", None)]
+    assert conn.execute("SELECT from_id, to_id, label, user_id FROM relationships").fetchall() == [
+        (ada, bob, "knows", None)]
+    assert conn.execute("SELECT user_id, agent_id, expires_at FROM episodes").fetchall() == [(None, None, None)]
+    assert conn.execute("SELECT count(*) FROM embeddings").fetchone()[0] == 1  # nothing to re-embed
+    # ... but the points get their owner/metadata payload: a rebuild from the stored embeddings
+    assert conn.execute("SELECT value FROM index_meta WHERE key = 'reindex'").fetchone() == (
+        "entities,episodes,summaries",)
+    assert an_entity(conn, "Cy") > gone
+    hits = conn.execute("SELECT rowid FROM entities_fts WHERE entities_fts MATCH 'ada'").fetchall()
+    assert hits == [(ada,)]
+    conn.execute("UPDATE entities SET notes = 'sailor' WHERE id = ?", (bob,))  # the triggers were put back
+    assert conn.execute("SELECT rowid FROM entities_fts WHERE entities_fts MATCH 'sailor'").fetchall() == [(bob,)]
+    assert conn.execute("SELECT count(*) FROM embeddings").fetchone()[0] == 1
+    conn.execute("DELETE FROM entities WHERE id = ?", (ada,))  # the cascade and the embedding trigger too
+    assert conn.execute("SELECT count(*) FROM relationships").fetchone()[0] == 0
+    assert conn.execute("SELECT count(*) FROM embeddings").fetchone()[0] == 0
+    conn.execute("INSERT INTO entities_fts(entities_fts) VALUES('integrity-check')")
+
+
+def test_an_entity_is_unique_per_owner_and_no_owner_keeps_the_global_rule(migrated: sqlite3.Connection) -> None:
+    insert = "INSERT INTO entities(name, type, user_id, created_at, updated_at) VALUES (?, ?, ?, ?, ?)"
+    migrated.execute(insert, ("Ada", "person", "u1", NOW, NOW))
+    migrated.execute(insert, ("Ada", "person", "u2", NOW, NOW))
+    migrated.execute(insert, ("Ada", "person", None, NOW, NOW))
+    for owner in ("u1", None):
+        with pytest.raises(sqlite3.IntegrityError):
+            migrated.execute(insert, ("Ada", "person", owner, NOW, NOW))
