@@ -31,7 +31,7 @@ Order = Literal["asc", "desc"]
 ORDERS: tuple[Order, ...] = ("asc", "desc")
 ListKind = Literal["sessions", "episodes", "entities", "relationships", "summaries"]
 MAX_CURSOR = 512  # characters; a real cursor is well under 100
-MAX_FILTER_TEXT = 16_384  # characters of the JSON-encoded ``filter`` query parameter
+MAX_FILTER_TEXT = 2048  # characters of the JSON-encoded ``filter`` query parameter (a URL must stay short)
 _CURSOR_VERSION = 1
 
 
