@@ -27,8 +27,9 @@ from pydantic import Field
 
 from app.config import Settings
 from app.container import Container, build_container, shutdown
+from app.cursor_pages import EpisodeCursorPage
 from app.schemas import (
-    EntityOut, EpisodeCursorPage, EpisodeOut, EpisodePage, RelationshipOut, SessionOut, SessionPage, context_out, search_out, wire,
+    EntityOut, EpisodeOut, EpisodePage, RelationshipOut, SessionOut, SessionPage, context_out, search_out, wire,
 )
 from domain.errors import Conflict, DomainError, NotFound
 from domain.listing import MAX_CURSOR

@@ -254,35 +254,6 @@ class EntityPage(Page[EntityOut]):
     items: list[EntityOut]  # named again: Litestar's schema of a subclass does not resolve T
 
 
-# A keyset page (GET /episodes, /entities, /relationships, /summaries, and /sessions when asked
-# with cursor/order/filter): no total (counting every match would cost what keyset avoids);
-# ``nextCursor`` is null on the last page. A separate generic, so the offset pages keep their shape.
-class CursorPage(Camel, Generic[T]):
-    items: list[T]
-    limit: int
-    next_cursor: str | None
-
-
-class SessionCursorPage(CursorPage[SessionOut]):
-    items: list[SessionOut]  # named again, as for Page
-
-
-class EpisodeCursorPage(CursorPage[EpisodeOut]):
-    items: list[EpisodeOut]
-
-
-class EntityCursorPage(CursorPage[EntityOut]):
-    items: list[EntityOut]
-
-
-class RelationshipCursorPage(CursorPage[RelationshipOut]):
-    items: list[RelationshipOut]
-
-
-class SummaryCursorPage(CursorPage[SummaryOut]):
-    items: list[SummaryOut]
-
-
 class EpisodeHit(Camel):
     episode: EpisodeOut
     score: float

@@ -10,8 +10,9 @@ from app.routes.deps import (
     LIST_DESCRIPTION, Cursor, EntityFilter, Filter, Limit, Offset, Order, PathId, UserFilter, errors,
 )
 from app.routes.examples import DeleteRelationshipBody, UpdateEntityBody, UpsertEntityBody, UpsertRelationshipBody
+from app.cursor_pages import EntityCursorPage, RelationshipCursorPage
 from app.schemas import (
-    EntityCursorPage, EntityOut, EntityPage, RelationshipCursorPage, RelationshipOut, wire,
+    EntityOut, EntityPage, RelationshipOut, wire,
 )
 from domain.limits import MAX_NAME
 from domain.models import EntityChanges, NewEntity, NewRelationship, format_timestamp

@@ -9,8 +9,9 @@ from app.routes.deps import (
     LIST_DESCRIPTION, AgentFilter, Cursor, Filter, Limit, Order, PathId, SessionFilter, UserFilter, errors,
 )
 from app.routes.examples import CreateEpisodeBody, EpisodeBatchBody, UpdateEpisodeBody
+from app.cursor_pages import EpisodeCursorPage
 from app.schemas import (
-    CreateEpisode, EpisodeCursorPage, EpisodeHit, EpisodeOut, EpisodeSearchOut, episode_out, wire,
+    CreateEpisode, EpisodeHit, EpisodeOut, EpisodeSearchOut, episode_out, wire,
 )
 from domain.limits import MAX_BATCH, MAX_ID, MAX_KEYWORD_QUERY, MAX_LIMIT
 from domain.models import EpisodeChanges, NewEpisode, Owner, format_timestamp

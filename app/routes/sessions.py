@@ -7,8 +7,9 @@ from litestar.params import Parameter, QueryParameter
 
 from app.routes.deps import LIST_DESCRIPTION, Cursor, Filter, Limit, Offset, PathId, errors
 from app.routes.examples import CreateSessionBody, UpdateSessionBody
+from app.cursor_pages import SessionCursorPage
 from app.schemas import (
-    EpisodePage, SessionCursorPage, SessionOut, SessionPage, SummaryOut, wire,
+    EpisodePage, SessionOut, SessionPage, SummaryOut, wire,
 )
 from domain.limits import MAX_NAME
 from domain.models import Owner

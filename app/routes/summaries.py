@@ -8,7 +8,8 @@ from app.routes.deps import (
     LIST_DESCRIPTION, AgentFilter, Cursor, Filter, Limit, Order, PathId, SessionFilter, UserFilter, errors,
 )
 from app.routes.examples import CreateSummaryBody, UpdateSummaryBody
-from app.schemas import SummaryCursorPage, SummaryOut, wire
+from app.cursor_pages import SummaryCursorPage
+from app.schemas import SummaryOut, wire
 from domain.models import NewSummary, Owner, SummaryChanges, format_timestamp
 from domain.services import SummaryService
 
