@@ -27,6 +27,7 @@ from pydantic import Field
 
 from app.config import Settings
 from app.container import Container, build_container, shutdown
+from app.cursor_pages import EpisodeCursorPage
 from app.schemas import (
     EntityOut, EpisodeOut, EpisodePage, RelationshipOut, SessionOut, SessionPage, context_out, search_out, wire,
     wire_timestamp,
@@ -34,6 +35,7 @@ from app.schemas import (
 from app.schemas_changes import history_out
 from domain.record_kinds import Source
 from domain.errors import Conflict, DomainError, NotFound
+from domain.listing import MAX_CURSOR
 from domain.limits import (
     MAX_ID, MAX_LIMIT, MAX_NAME, MAX_QUERY, MAX_RECENT_EPISODES, MAX_RELEVANT, MAX_SEARCH_LIMIT, MAX_SOURCES, MAX_TEXT,
     MAX_TOKEN_BUDGET,
@@ -169,6 +171,21 @@ def build_server(container: Container, wrote: Callable[[], None] = lambda: None)
         """The exchanges of conversation `session`, oldest first, with their total count."""
         found = await session_named(session)
         return _wire(wire(await episodes.of_session(found.id, limit, offset), EpisodePage))
+
+    @server.tool(annotations=READ)
+    @guarded
+    async def recent_memories(session: ExternalId | None = None, newest_first: bool = True,
+                              limit: Annotated[int, Field(ge=1, le=MAX_LIMIT)] = 20,
+                              filter: Annotated[dict[str, Any] | None, Field(
+                                  description='e.g. {"metadata": {"topic": "pets"}}')] = None,
+                              cursor: Annotated[str | None, Field(max_length=MAX_CURSOR)] = None) -> Result:
+        """Stored exchanges, newest first (or oldest first), across every conversation or in one
+        `session`, optionally filtered by metadata. Pass the answer's `nextCursor` back as `cursor`
+        (with the same `newest_first`) for more; it is null when nothing more is left."""
+        session_id = (await session_named(session)).id if session else None
+        page = await episodes.listed(limit=limit, order="desc" if newest_first else "asc", cursor=cursor,
+                                     filter=None if filter is None else json.dumps(filter), session_id=session_id)
+        return _wire(wire(page, EpisodeCursorPage))
 
     @server.tool(annotations=WRITE)
     @guarded

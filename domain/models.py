@@ -178,6 +178,16 @@ class NewEntity:
 
 
 @dataclass(frozen=True, slots=True)
+class EntityChanges:
+    """A partial update of an entity: ``None`` fields stay as they are (``notes=""`` clears notes)."""
+
+    name: str | None = None
+    type: str | None = None
+    notes: str | None = None
+    metadata: Metadata | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class NewRelationship:
     from_id: int
     to_id: int
@@ -247,3 +257,15 @@ class Upserted(Generic[T]):
     item: T
     created: bool
     before: T | None = None  # the record as it was, when an existing one was replaced
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryChanges:
+    """A partial update of a summary: ``None`` fields stay as they are."""
+
+    content: str | None = None
+    first_episode_id: int | None = None
+    last_episode_id: int | None = None
+    episode_count: int | None = None
+    token_count: int | None = None
+    metadata: Metadata | None = None

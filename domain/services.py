@@ -14,9 +14,11 @@ from domain.limits import (
     MAX_BATCH, MAX_COUNT, MAX_KEYWORD_QUERY, MAX_LIMIT, MAX_METADATA_DEPTH, MAX_NAME, MAX_OFFSET, MAX_TEXT,
 )
 from domain.models import (
-    Entity, Episode, EpisodeChanges, KeywordHit, Metadata, NewEntity, Owner, NewEpisode, NewRelationship,
-    NewSummary, Page, Relationship, Session, Summary, Upserted, utc_now,
+    Entity, EntityChanges, Episode, EpisodeChanges, KeywordHit, Metadata, NewEntity, NewEpisode,
+    NewRelationship, NewSummary, Owner, Page, Relationship, Session, Summary, SummaryChanges, Upserted,
+    utc_now,
 )
+from domain.listing import CursorPage, fetch_page
 from domain.record_kinds import NAMES
 from domain import writes
 from ports.entities import Direction
@@ -103,6 +105,17 @@ class SessionService:
     async def list(self, limit: int, offset: int, owner: Owner = Owner()) -> Page[Session]:
         return await self._store.sessions.list(check_limit(limit), check_offset(offset), check_owner(owner))
 
+    async def listed(self, *, limit: int, order: str, cursor: str | None, filter: str | None,
+                     offset: int | None = None, owner: Owner = Owner()) -> CursorPage[Session]:
+        """Keyset list (``domain.listing``): ``filter`` is the JSON text of a metadata filter. The seed's
+        ``offset`` pages are ``list``; one request cannot mix the two."""
+        if offset is not None:
+            raise Invalid("offset cannot be combined with cursor, order or filter (a cursor page continues "
+                          "from nextCursor)", field="offset")
+        check_owner(owner)
+        return await fetch_page("sessions", self._store.listing.sessions, limit=limit, order=order, cursor=cursor,
+                                filter=filter, user_id=owner.user_id, agent_id=owner.agent_id)
+
     async def update(self, session_id: int, metadata: Metadata) -> Session:
         check_metadata(metadata)
         return _found(await self._store.uow.run(lambda tx: writes.update_session(tx, session_id, metadata)), "session", session_id)
@@ -164,6 +177,12 @@ class EpisodeService:
         _found(await self._store.sessions.get(session_id), "session", session_id)
         return await self._store.episodes.list(session_id, limit, offset)
 
+    async def listed(self, *, limit: int, order: str, cursor: str | None, filter: str | None,
+                     session_id: int | None = None, owner: Owner = Owner()) -> CursorPage[Episode]:
+        check_owner(owner)
+        return await fetch_page("episodes", self._store.listing.episodes, limit=limit, order=order, cursor=cursor,
+                                filter=filter, session_id=session_id, user_id=owner.user_id, agent_id=owner.agent_id)
+
     async def search(
         self, q: str, limit: int, session_id: int | None = None, match: str = "all"
     ) -> list[KeywordHit[Episode]]:
@@ -191,6 +210,33 @@ class EntityService:
 
     async def get(self, entity_id: int) -> Entity:
         return _found(await self._store.entities.get(entity_id), "entity", entity_id)
+
+    async def update(self, entity_id: int, changes: EntityChanges) -> Entity:
+        for field, value in (("name", changes.name), ("type", changes.type)):
+            if value is not None:
+                check_text(value, field, maximum=MAX_NAME)
+        if changes.notes is not None:
+            check_text(changes.notes, "notes", allow_empty=True)
+        check_metadata(changes.metadata)
+        return _found(await self._store.uow.run(lambda tx: writes.update_entity(tx, entity_id, changes)),
+                      "entity", entity_id)
+
+    async def listed(self, *, limit: int, order: str, cursor: str | None, filter: str | None,
+                     type: str | None = None, user_id: str | None = None) -> CursorPage[Entity]:
+        if type is not None:
+            check_text(type, "type", maximum=MAX_NAME)
+        check_owner(Owner(user_id))
+        return await fetch_page("entities", self._store.listing.entities, limit=limit, order=order, cursor=cursor,
+                                filter=filter, type=type, user_id=user_id)
+
+    async def listed_relationships(self, *, limit: int, order: str, cursor: str | None, filter: str | None,
+                                   entity_id: int | None = None, label: str | None = None,
+                                   user_id: str | None = None) -> CursorPage[Relationship]:
+        if label is not None:
+            check_text(label, "label", maximum=MAX_NAME)
+        check_owner(Owner(user_id))
+        return await fetch_page("relationships", self._store.listing.relationships, limit=limit, order=order,
+                                cursor=cursor, filter=filter, entity_id=entity_id, label=label, user_id=user_id)
 
     async def by_type(self, entity_type: str, limit: int, offset: int) -> Page[Entity]:
         return await self._store.entities.by_type(entity_type, check_limit(limit), check_offset(offset))
@@ -233,6 +279,21 @@ class SummaryService:
 
     async def get(self, summary_id: int) -> Summary:
         return _found(await self._store.summaries.get(summary_id), "summary", summary_id)
+
+    async def update(self, summary_id: int, changes: SummaryChanges) -> Summary:
+        if changes.content is not None:
+            check_text(changes.content, "content")
+        check_count(changes.token_count, "tokenCount")
+        check_count(changes.episode_count, "episodeCount")
+        check_metadata(changes.metadata)
+        return _found(await self._store.uow.run(lambda tx: writes.update_summary(tx, summary_id, changes)),
+                      "summary", summary_id)
+
+    async def listed(self, *, limit: int, order: str, cursor: str | None, filter: str | None,
+                     session_id: int | None = None, owner: Owner = Owner()) -> CursorPage[Summary]:
+        check_owner(owner)
+        return await fetch_page("summaries", self._store.listing.summaries, limit=limit, order=order, cursor=cursor,
+                                filter=filter, session_id=session_id, user_id=owner.user_id, agent_id=owner.agent_id)
 
     async def of_session(self, session_id: int) -> list[Summary]:
         _found(await self._store.sessions.get(session_id), "session", session_id)

@@ -19,8 +19,8 @@ from typing import Any
 from domain import changes
 from domain.errors import Invalid
 from domain.models import (
-    Entity, Episode, EpisodeChanges, Metadata, NewEntity, NewEpisode, NewRelationship, NewSummary, Owner,
-    Relationship, Session, Summary, Upserted, utc_now,
+    Entity, EntityChanges, Episode, EpisodeChanges, Metadata, NewEntity, NewEpisode, NewRelationship,
+    NewSummary, Owner, Relationship, Session, Summary, SummaryChanges, Upserted, utc_now,
 )
 from domain.record_kinds import ENTITIES, EPISODES, IN_SESSIONS, KINDS, SUMMARIES, RecordKind, Source
 from ports.unit_of_work import Transaction
@@ -115,6 +115,10 @@ def upsert_entity(tx: Transaction, new: NewEntity) -> Upserted[Entity]:
     return upserted
 
 
+def update_entity(tx: Transaction, entity_id: int, changes: EntityChanges) -> Entity | None:
+    return _updated(tx, ENTITIES, entity_id, tx.entities.update(entity_id, changes))
+
+
 def delete_entity(tx: Transaction, entity_id: int) -> bool:
     before, edges = tx.entities.get(entity_id), tx.entities.edges_of(entity_id)
     deleted = _deleted(tx, ENTITIES, before, tx.entities.delete(entity_id))
@@ -177,6 +181,10 @@ def add_summary(tx: Transaction, new: NewSummary) -> Summary:
     return summary
 
 
+def update_summary(tx: Transaction, summary_id: int, changes: SummaryChanges) -> Summary | None:
+    return _updated(tx, SUMMARIES, summary_id, tx.summaries.update(summary_id, changes))
+
+
 def delete_summary(tx: Transaction, summary_id: int) -> bool:
     before = tx.summaries.get(summary_id)
     return _deleted(tx, SUMMARIES, before, tx.summaries.delete(summary_id))
@@ -226,6 +234,18 @@ def purge_expired(tx: Transaction, now: str, limit: int) -> dict[str, int]:
 def reindex(tx: Transaction, collection: Source) -> int:
     """Queue an upsert job for every record of ``collection``; returns how many."""
     return tx.outbox.enqueue_every(collection)
+
+
+def _updated(tx: Transaction, kind: RecordKind, record_id: int, changed: tuple | None):
+    """The record after an update; its vector job when the embedded text changed, and its version
+    in the history (as for episodes)."""
+    if changed is None:
+        return None
+    before, after = changed
+    if kind.text(before) != kind.text(after):
+        tx.outbox.enqueue(kind.name, "upsert", [record_id])
+    _versioned(tx, kind.name, before, after)
+    return after
 
 
 def _deleted(tx: Transaction, kind: RecordKind, before: Any, deleted: bool) -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Literal, Protocol
 
-from domain.models import Entity, NewEntity, NewRelationship, Page, Relationship, Upserted
+from domain.models import Entity, EntityChanges, NewEntity, NewRelationship, Page, Relationship, Upserted
 
 Direction = Literal["out", "in", "both"]
 
@@ -52,6 +52,12 @@ class EntityWrites(Protocol):
         type, as before owners existed — or replace notes/metadata/expires_at of the existing one
         (``created`` False, ``before`` the entity as it was). An expiresAt that is not a timestamp
         raises ``Invalid`` (``expiresAt``)."""
+        ...
+
+    def update(self, entity_id: int, changes: EntityChanges) -> tuple[Entity, Entity] | None:
+        """Apply the non-``None`` changes and bump ``updated_at``; returns (before, after), or ``None``
+        for an unknown id. A name/type that another entity already has raises ``Conflict`` (field
+        ``name``). The keyword index follows at once."""
         ...
 
     def delete(self, entity_id: int) -> bool:

@@ -14,6 +14,7 @@ from ports.episodes import Episodes
 from ports.events import Events
 from ports.history import History
 from ports.keyword_index import KeywordIndex
+from ports.listing import Listing
 from ports.operations import StoreOperations
 from ports.outbox import EmbeddingOutbox
 from ports.sessions import Sessions
@@ -32,6 +33,8 @@ class Store(Protocol):
     def summaries(self) -> Summaries: ...
     @property
     def keywords(self) -> KeywordIndex: ...
+    @property
+    def listing(self) -> Listing: ...
     @property
     def outbox(self) -> EmbeddingOutbox: ...
     @property

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from domain.models import NewSummary, Summary
+from domain.models import NewSummary, Summary, SummaryChanges
 
 
 class Summaries(Protocol):
@@ -29,6 +29,11 @@ class SummaryWrites(Protocol):
 
     def get(self, summary_id: int) -> Summary | None:
         """The summary as this unit sees it."""
+        ...
+
+    def update(self, summary_id: int, changes: SummaryChanges) -> tuple[Summary, Summary] | None:
+        """Apply the non-``None`` changes; returns (before, after), or ``None`` for an unknown id.
+        The keyword index follows the content at once."""
         ...
 
     def delete(self, summary_id: int) -> bool: ...

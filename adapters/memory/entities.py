@@ -7,8 +7,8 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from adapters.memory.state import MemoryState, expiry, live, page_of, stored
-from domain.errors import NotFound
-from domain.models import Entity, NewEntity, NewRelationship, Page, Relationship, Upserted, utc_now
+from domain.errors import Conflict, NotFound
+from domain.models import Entity, EntityChanges, NewEntity, NewRelationship, Page, Relationship, Upserted, utc_now
 from ports.entities import Direction
 
 
@@ -70,6 +70,20 @@ class EntityTx:
                           expires_at=expires)
         self._s.entities[out.id] = out
         return Upserted(out, old is None, old)
+
+    def update(self, entity_id: int, changes: EntityChanges) -> tuple[Entity, Entity] | None:
+        old = self._s.entities.get(entity_id)
+        if old is None:
+            return None
+        c = changes
+        new = replace(old, name=old.name if c.name is None else c.name, type=old.type if c.type is None else c.type,
+                      notes=old.notes if c.notes is None else c.notes,
+                      metadata=old.metadata if c.metadata is None else stored(c.metadata), updated_at=utc_now())
+        if any(e.id != entity_id and (e.user_id, e.name, e.type) == (new.user_id, new.name, new.type)
+               for e in self._s.entities.values()):
+            raise Conflict(f"an entity named {new.name!r} of type {new.type!r} exists", field="name")
+        self._s.entities[entity_id] = new
+        return old, new
 
     def delete(self, entity_id: int) -> bool:
         if self._s.entities.pop(entity_id, None) is None:

@@ -10,6 +10,7 @@ from adapters.memory.entities import MemoryEntities
 from adapters.memory.episodes import MemoryEpisodes
 from adapters.memory.history import MemoryEvents, MemoryHistory
 from adapters.memory.keyword_index import MemoryKeywordIndex
+from adapters.memory.listing import MemoryListing
 from adapters.memory.operations import MemoryOperations
 from adapters.memory.outbox import MemoryOutbox
 from adapters.memory.sessions import MemorySessions
@@ -27,6 +28,7 @@ class MemoryStore:
         self.entities = MemoryEntities(state)
         self.summaries = MemorySummaries(state)
         self.keywords = MemoryKeywordIndex(state)
+        self.listing = MemoryListing(state)
         self.outbox = MemoryOutbox(state)
         self.operations = MemoryOperations(state)
         self.history = MemoryHistory(state)

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 from adapters.memory.state import MemoryState, expiry, live, stored
 from domain.errors import NotFound
-from domain.models import NewSummary, Summary, utc_now
+from domain.models import NewSummary, Summary, SummaryChanges, utc_now
 
 
 class MemorySummaries:
@@ -44,6 +45,17 @@ class SummaryTx:
 
     def get(self, summary_id: int) -> Summary | None:
         return self._s.summaries.get(summary_id)
+
+    def update(self, summary_id: int, changes: SummaryChanges) -> tuple[Summary, Summary] | None:
+        old = self._s.summaries.get(summary_id)
+        if old is None:
+            return None
+        given = {name: getattr(changes, name) for name in ("content", "first_episode_id", "last_episode_id",
+                                                           "episode_count", "token_count")}
+        new = replace(old, **{k: v for k, v in given.items() if v is not None},
+                      metadata=old.metadata if changes.metadata is None else stored(changes.metadata))
+        self._s.summaries[summary_id] = new
+        return old, new
 
     def delete(self, summary_id: int) -> bool:
         return self._s.summaries.pop(summary_id, None) is not None

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import re
+import sqlite3
 from collections.abc import Sequence
 
 from adapters.sqlite import rows
 from adapters.sqlite.reads import Reads, Writes
-from domain.errors import NotFound
-from domain.models import Entity, NewEntity, NewRelationship, Page, Relationship, Upserted, utc_now
+from domain.errors import Conflict, NotFound
+from domain.models import Entity, EntityChanges, NewEntity, NewRelationship, Page, Relationship, Upserted, utc_now
 from ports.entities import Direction
 
 _EDGES = {"out": "from_id = ?", "in": "to_id = ?", "both": "(from_id = ? OR to_id = ?)"}
@@ -92,6 +93,23 @@ class EntityTx(Writes):
             )
         stored = conn.execute("SELECT * FROM entities WHERE id = ?", (entity_id,)).fetchone()
         return Upserted(rows.entity_of(stored), created, before)
+
+    def update(self, entity_id: int, changes: EntityChanges) -> tuple[Entity, Entity] | None:
+        conn = self._conn
+        row = conn.execute("SELECT * FROM entities WHERE id = ?", (entity_id,)).fetchone()
+        if row is None:
+            return None
+        old = rows.entity_of(row)
+        c = changes
+        name, kind = old.name if c.name is None else c.name, old.type if c.type is None else c.type
+        notes = old.notes if c.notes is None else c.notes
+        meta = rows.dump_metadata(old.metadata if c.metadata is None else c.metadata)
+        try:
+            conn.execute("UPDATE entities SET name = ?, type = ?, notes = ?, metadata = ?, updated_at = ? WHERE id = ?",
+                         (name, kind, notes, meta, utc_now(), entity_id))
+        except sqlite3.IntegrityError:
+            raise Conflict(f"an entity named {name!r} of type {kind!r} exists", field="name") from None
+        return old, rows.entity_of(conn.execute("SELECT * FROM entities WHERE id = ?", (entity_id,)).fetchone())
 
     def delete(self, entity_id: int) -> bool:
         return self._delete("entities", entity_id)  # relationships go by ON DELETE CASCADE

@@ -271,6 +271,15 @@ MIGRATIONS: list[list[str | Callable[[sqlite3.Connection], None]]] = [
         "CREATE UNIQUE INDEX idx_relationships_open ON relationships(from_id, to_id, label) WHERE valid_to IS NULL",
         "CREATE INDEX idx_relationships_from ON relationships(from_id, label)",
     ],
+    # "listing" (issue 14, item 3): the keyset lists read each kind in (created_at, id) order,
+    # across sessions too; these indexes make a page a range scan, not a sort of the whole table
+    [
+        "CREATE INDEX idx_sessions_created ON sessions(created_at, id)",
+        "CREATE INDEX idx_episodes_created ON episodes(created_at, id)",
+        "CREATE INDEX idx_entities_created ON entities(created_at, id)",
+        "CREATE INDEX idx_relationships_created ON relationships(created_at, id)",
+        "CREATE INDEX idx_summaries_created ON summaries(created_at, id)",
+    ],
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -7,6 +7,7 @@ from adapters.sqlite.entities import SqliteEntities
 from adapters.sqlite.episodes import SqliteEpisodes
 from adapters.sqlite.history import SqliteEvents, SqliteHistory
 from adapters.sqlite.keyword_index import SqliteKeywordIndex
+from adapters.sqlite.listing import SqliteListing
 from adapters.sqlite.operations import SqliteOperations
 from adapters.sqlite.outbox import SqliteOutbox
 from adapters.sqlite.schema import migrate
@@ -26,6 +27,7 @@ class SqliteStore:
         self.entities = SqliteEntities(db)
         self.summaries = SqliteSummaries(db)
         self.keywords = SqliteKeywordIndex(db)
+        self.listing = SqliteListing(db)
         self.outbox = SqliteOutbox(db)
         self.operations = SqliteOperations(db)
         self.history = SqliteHistory(db)

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 from adapters.sqlite import rows
 from adapters.sqlite.reads import Reads, Writes
 from domain.errors import NotFound
-from domain.models import NewSummary, Summary, utc_now
+from domain.models import NewSummary, Summary, SummaryChanges, utc_now
+
+_CHANGEABLE = ("content", "first_episode_id", "last_episode_id", "episode_count", "token_count")
 
 
 class SqliteSummaries(Reads):
@@ -48,6 +51,20 @@ class SummaryTx(Writes):
     def get(self, summary_id: int) -> Summary | None:
         row = self._conn.execute("SELECT * FROM summaries WHERE id = ?", (summary_id,)).fetchone()
         return rows.summary_of(row) if row else None
+
+    def update(self, summary_id: int, changes: SummaryChanges) -> tuple[Summary, Summary] | None:
+        row = self._conn.execute("SELECT * FROM summaries WHERE id = ?", (summary_id,)).fetchone()
+        if row is None:
+            return None
+        old = rows.summary_of(row)
+        values = {name: getattr(old, name) if getattr(changes, name) is None else getattr(changes, name)
+                  for name in _CHANGEABLE}
+        text, meta = rows.stored_metadata(old.metadata if changes.metadata is None else changes.metadata)
+        self._conn.execute(
+            f"UPDATE summaries SET {', '.join(f'{n} = ?' for n in _CHANGEABLE)}, metadata = ? WHERE id = ?",
+            (*values.values(), text, summary_id),
+        )
+        return old, replace(old, **values, metadata=meta)
 
     def delete(self, summary_id: int) -> bool:
         return self._delete("summaries", summary_id)

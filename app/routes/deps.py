@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Annotated
+from typing import Annotated, Literal
 
 from litestar.connection import ASGIConnection
 from litestar.di import Provide
@@ -11,20 +11,40 @@ from litestar.exceptions import NotFoundException
 from litestar.handlers import BaseRouteHandler
 from litestar.openapi import ResponseSpec
 from litestar.openapi.spec import Example
-from litestar.params import Parameter
+from litestar.params import Parameter, QueryParameter
 
 from app.schemas import ErrorBody, wire_timestamp
 from domain.errors import Invalid
 from domain.feed import EventService, HistoryService
 
 from domain.context import ContextService
-from domain.limits import MAX_ID, MAX_LIMIT, MAX_OFFSET
+from domain.listing import MAX_CURSOR, MAX_FILTER_TEXT
+from domain.limits import MAX_ID, MAX_LIMIT, MAX_NAME, MAX_OFFSET
 from domain.retrieval import SearchService
 from domain.services import EntityService, EpisodeService, SessionService, SummaryService, UserService
 
 PathId = Annotated[int, Parameter(ge=1, le=MAX_ID, description="a positive integer id")]
 Limit = Annotated[int, Parameter(ge=1, le=MAX_LIMIT, description=f"page size, 1-{MAX_LIMIT}")]
 Offset = Annotated[int, Parameter(ge=0, le=MAX_OFFSET, description="rows to skip")]
+
+# The keyset lists' parameters (domain.listing): the service checks them again and names the field.
+Order = Annotated[Literal["asc", "desc"], Parameter(description="asc: oldest first (default); desc: newest first")]
+Cursor = Annotated[str | None, Parameter(max_length=MAX_CURSOR, description=(
+    "nextCursor of the previous page, unchanged (with the same order); leave out for the first page"))]
+Filter = Annotated[str | None, Parameter(max_length=MAX_FILTER_TEXT, description=(
+    'a metadata filter as JSON, e.g. {"metadata": {"topic": "pets", "score": {"gte": 3}}} '
+    "(URL-encoded; the same filter as POST /search)"))]
+SessionFilter = Annotated[int | None, QueryParameter(name="sessionId", ge=1, le=MAX_ID, description="one session's records")]
+EntityFilter = Annotated[int | None, QueryParameter(name="entityId", ge=1, le=MAX_ID, description="edges from or to it")]
+UserFilter = Annotated[str | None, QueryParameter(name="userId", min_length=1, max_length=MAX_NAME,
+                                                  description="records owned by this user")]
+AgentFilter = Annotated[str | None, QueryParameter(name="agentId", min_length=1, max_length=MAX_NAME,
+                                                   description="records of this agent's sessions")]
+LIST_DESCRIPTION = (
+    "Keyset pagination over (createdAt, id): pass the answer's `nextCursor` as `cursor` for the next page "
+    "(null on the last page). Rows written while you page never make a page repeat or skip a row that "
+    "existed before. `filter` is a JSON metadata filter; `order=desc` lists newest first."
+)
 
 
 AS_OF = "an RFC 3339 date-time: only the edges valid at that moment (validFrom <= asOf < validTo)"

@@ -2,17 +2,20 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from litestar import Controller, Response, delete, get, post
+from litestar import Controller, Response, delete, get, patch, post
 from litestar.openapi import ResponseSpec
 from litestar.params import Parameter, QueryParameter
 
-from app.routes.deps import AS_OF, Limit, Offset, PathId, as_of_param, errors
-from app.routes.examples import DeleteRelationshipBody, UpsertEntityBody, UpsertRelationshipBody
+from app.cursor_pages import EntityCursorPage, RelationshipCursorPage
+from app.routes.deps import (
+    AS_OF, LIST_DESCRIPTION, Cursor, EntityFilter, Filter, Limit, Offset, Order, PathId, UserFilter, as_of_param, errors,
+)
+from app.routes.examples import DeleteRelationshipBody, UpdateEntityBody, UpsertEntityBody, UpsertRelationshipBody
 from app.schemas import (
     EntityOut, EntityPage, RelationshipOut, wire,
 )
 from domain.limits import MAX_NAME
-from domain.models import NewEntity, NewRelationship, format_timestamp
+from domain.models import EntityChanges, NewEntity, NewRelationship, format_timestamp
 from domain.services import EntityService
 
 Name = Annotated[str, Parameter(min_length=1, max_length=MAX_NAME)]
@@ -30,6 +33,16 @@ class EntityController(Controller):
             format_timestamp(data.expires_at) if data.expires_at else None))
         return Response(wire(result.item, EntityOut), status_code=201 if result.created else 200)
 
+    @get("/", summary="List entities (filter by type and metadata; oldest or newest first)",
+         responses=errors(400), description=LIST_DESCRIPTION)
+    async def list_all(self, entity_service: EntityService, limit: Limit = 20, order: Order = "asc",
+                       cursor: Cursor = None, filter: Filter = None,
+                       type: Annotated[str | None, Parameter(min_length=1, max_length=MAX_NAME)] = None,
+                       user_id: UserFilter = None) -> EntityCursorPage:
+        page = await entity_service.listed(limit=limit, order=order, cursor=cursor, filter=filter, type=type,
+                                           user_id=user_id)
+        return wire(page, EntityCursorPage)
+
     @get("/by-type/{entity_type:str}", summary="Entities of one type, by name", responses=errors(400))
     async def by_type(self, entity_type: str, entity_service: EntityService, limit: Limit = 100,
                       offset: Offset = 0) -> EntityPage:
@@ -42,6 +55,14 @@ class EntityController(Controller):
     @get("/{entity_id:str}", summary="Get an entity", responses=errors(400, 404))
     async def get_one(self, entity_id: PathId, entity_service: EntityService) -> EntityOut:
         return wire(await entity_service.get(entity_id), EntityOut)
+
+    @patch("/{entity_id:str}", summary="Change an entity's name, type, notes or metadata (re-indexed and re-embedded)",
+           responses=errors(400, 404, 409, 413),
+           description="Fields left out stay as they are; `notes: \"\"` clears the notes. A name and type that "
+                       "another entity has is a 409.")
+    async def update(self, entity_id: PathId, data: UpdateEntityBody, entity_service: EntityService) -> EntityOut:
+        changes = EntityChanges(data.name, data.type, data.notes, data.metadata)
+        return wire(await entity_service.update(entity_id, changes), EntityOut)
 
     @delete("/{entity_id:str}", summary="Delete an entity, its relationships and its vector",
           responses=errors(400, 404))
@@ -63,6 +84,17 @@ class EntityController(Controller):
 class RelationshipController(Controller):
     path = "/relationships"
     tags = ["relationships"]
+
+    @get("/", summary="List relationships (filter by entity, label and metadata)", responses=errors(400),
+         description=LIST_DESCRIPTION + " `entityId` matches either end.")
+    async def list_all(
+        self, entity_service: EntityService, limit: Limit = 20, order: Order = "asc", cursor: Cursor = None,
+        filter: Filter = None, entity_id: EntityFilter = None,
+        label: Annotated[str | None, Parameter(min_length=1, max_length=MAX_NAME)] = None, user_id: UserFilter = None,
+    ) -> RelationshipCursorPage:
+        page = await entity_service.listed_relationships(limit=limit, order=order, cursor=cursor, filter=filter,
+                                                         entity_id=entity_id, label=label, user_id=user_id)
+        return wire(page, RelationshipCursorPage)
 
     @post("/", summary="Upsert a relationship by (fromId, toId, label): 201 created, 200 updated",
           responses={**errors(400, 404, 413),

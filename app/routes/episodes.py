@@ -5,13 +5,16 @@ from typing import Annotated, Literal
 from litestar import Controller, delete, get, patch, post
 from litestar.params import Parameter, QueryParameter
 
-from app.routes.deps import PathId, errors
+from app.routes.deps import (
+    LIST_DESCRIPTION, AgentFilter, Cursor, Filter, Limit, Order, PathId, SessionFilter, UserFilter, errors,
+)
 from app.routes.examples import CreateEpisodeBody, EpisodeBatchBody, UpdateEpisodeBody
+from app.cursor_pages import EpisodeCursorPage
 from app.schemas import (
     CreateEpisode, EpisodeHit, EpisodeOut, EpisodeSearchOut, episode_out, wire,
 )
 from domain.limits import MAX_BATCH, MAX_ID, MAX_KEYWORD_QUERY, MAX_LIMIT
-from domain.models import EpisodeChanges, NewEpisode, format_timestamp
+from domain.models import EpisodeChanges, NewEpisode, Owner, format_timestamp
 from domain.services import EpisodeService
 
 
@@ -40,6 +43,17 @@ class EpisodeController(Controller):
           description=f'Up to {MAX_BATCH} episodes, all or none.', status_code=201)
     async def create_batch(self, data: EpisodeBatchBody, episode_service: EpisodeService) -> list[EpisodeOut]:
         return wire(await episode_service.add_batch([new_episode(e) for e in data.episodes]), list[EpisodeOut])
+
+    @get("/", summary="List episodes across sessions or in one (filter by metadata; oldest or newest first)",
+         responses=errors(400), description=LIST_DESCRIPTION)
+    async def list_all(
+        self, episode_service: EpisodeService, limit: Limit = 20, order: Order = "asc", cursor: Cursor = None,
+        filter: Filter = None, session_id: SessionFilter = None, user_id: UserFilter = None,
+        agent_id: AgentFilter = None,
+    ) -> EpisodeCursorPage:
+        page = await episode_service.listed(limit=limit, order=order, cursor=cursor, filter=filter,
+                                            session_id=session_id, owner=Owner(user_id, agent_id))
+        return wire(page, EpisodeCursorPage)
 
     @get("/search", summary="Keyword (FTS5 BM25) search across episodes", responses=errors(400, 404),
           description="`match=all` (default) needs every word, `any` at least one; `fts` passes raw FTS5 "

@@ -15,7 +15,7 @@ from litestar.params import Body
 
 from app.schemas import (
     ContextRequest, CreateEpisode, CreateSession, CreateSummary, DeleteRelationship, EpisodeBatch, SearchRequest,
-    UpdateEpisode, UpdateSession, UpsertEntity, UpsertRelationship,
+    UpdateEntity, UpdateEpisode, UpdateSession, UpdateSummary, UpsertEntity, UpsertRelationship,
 )
 
 EXAMPLES: dict[type, dict[str, Any]] = {
@@ -30,6 +30,8 @@ EXAMPLES: dict[type, dict[str, Any]] = {
     ]},
     UpdateEpisode: {"aiResponse": "Noted: you live in Lisbon since 2024."},
     UpsertEntity: {"name": "Ana", "type": "person", "notes": "the user; a cellist", "metadata": {"source": "chat"}},
+    UpdateEntity: {"notes": "the user; a cellist who moved to Porto", "metadata": {"source": "chat"}},
+    UpdateSummary: {"content": "Ana lives in Porto now and has a cat, Miso.", "episodeCount": 3},
     UpsertRelationship: {"fromId": 1, "toId": 2, "label": "lives_in", "metadata": {"since": 2024}},
     DeleteRelationship: {"fromId": 1, "toId": 2, "label": "lives_in"},
     CreateSummary: {"sessionId": 1, "content": "Ana lives in Lisbon and has a cat, Miso.", "firstEpisodeId": 1,
@@ -56,3 +58,5 @@ DeleteRelationshipBody = Annotated[DeleteRelationship, _body(DeleteRelationship)
 CreateSummaryBody = Annotated[CreateSummary, _body(CreateSummary)]
 SearchRequestBody = Annotated[SearchRequest, _body(SearchRequest)]
 ContextRequestBody = Annotated[ContextRequest, _body(ContextRequest)]
+UpdateEntityBody = Annotated[UpdateEntity, _body(UpdateEntity)]
+UpdateSummaryBody = Annotated[UpdateSummary, _body(UpdateSummary)]

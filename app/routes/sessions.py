@@ -1,13 +1,13 @@
 from __future__ import annotations
 
+from typing import Annotated, Literal
+
 from litestar import Controller, delete, get, patch, post
+from litestar.params import Parameter, QueryParameter
 
-from typing import Annotated
-
-from litestar.params import QueryParameter
-
-from app.routes.deps import Limit, Offset, PathId, errors
+from app.routes.deps import LIST_DESCRIPTION, Cursor, Filter, Limit, Offset, PathId, errors
 from app.routes.examples import CreateSessionBody, UpdateSessionBody
+from app.cursor_pages import SessionCursorPage
 from app.schemas import (
     EpisodePage, SessionOut, SessionPage, SummaryOut, wire,
 )
@@ -29,14 +29,26 @@ class SessionController(Controller):
         owner = Owner(data.user_id, data.agent_id)
         return wire(await session_service.create(data.external_id, data.metadata, owner), SessionOut)
 
-    @get("/", summary="List sessions, oldest first", responses=errors(400),
-         description="`userId` and `agentId` keep the sessions of that user / agent (both: of both).")
+    @get("/", summary="List sessions, oldest first (offset pages) or by cursor", responses=errors(400),
+         description=(
+             "`userId` and `agentId` keep the sessions of that user / agent (both: of both). Without `order`, "
+             "`cursor` or `filter` the answer is the offset page `{items, total, limit, offset}`, exactly as "
+             "before. With any of them it is the cursor page `{items, limit, nextCursor}`. "
+             + LIST_DESCRIPTION + " `offset` cannot be combined with the cursor form."))
     async def list_all(
-        self, session_service: SessionService, limit: Limit = 20, offset: Offset = 0,
+        self, session_service: SessionService, limit: Limit = 20, offset: Offset | None = None,
         user_id: Annotated[str | None, QueryParameter(name="userId", min_length=1, max_length=MAX_NAME)] = None,
         agent_id: Annotated[str | None, QueryParameter(name="agentId", min_length=1, max_length=MAX_NAME)] = None,
-    ) -> SessionPage:
-        return wire(await session_service.list(limit, offset, Owner(user_id, agent_id)), SessionPage)
+        order: Annotated[Literal["asc", "desc"] | None, Parameter(
+            description="asc: oldest first; desc: newest first (selects the cursor form)")] = None,
+        cursor: Cursor = None, filter: Filter = None,
+    ) -> SessionPage | SessionCursorPage:
+        owner = Owner(user_id, agent_id)
+        if order is None and cursor is None and filter is None:
+            return wire(await session_service.list(limit, offset or 0, owner), SessionPage)
+        page = await session_service.listed(limit=limit, order=order or "asc", cursor=cursor, filter=filter,
+                                            offset=offset, owner=owner)
+        return wire(page, SessionCursorPage)
 
     # ``path``, not ``str``: an external id may hold "/" (``user%2F42`` arrives decoded as
     # ``user/42``), and a ``str`` parameter stops at the first slash.

@@ -1,11 +1,16 @@
 from __future__ import annotations
 
-from litestar import Controller, delete, get, post
+from typing import Annotated
 
-from app.routes.deps import PathId, errors
-from app.routes.examples import CreateSummaryBody
+from litestar import Controller, delete, get, patch, post
+
+from app.routes.deps import (
+    LIST_DESCRIPTION, AgentFilter, Cursor, Filter, Limit, Order, PathId, SessionFilter, UserFilter, errors,
+)
+from app.routes.examples import CreateSummaryBody, UpdateSummaryBody
+from app.cursor_pages import SummaryCursorPage
 from app.schemas import SummaryOut, wire
-from domain.models import NewSummary, format_timestamp
+from domain.models import NewSummary, Owner, SummaryChanges, format_timestamp
 from domain.services import SummaryService
 
 
@@ -21,9 +26,27 @@ class SummaryController(Controller):
                          format_timestamp(data.expires_at) if data.expires_at else None)
         return wire(await summary_service.add(new), SummaryOut)
 
+    @get("/", summary="List summaries across sessions or in one (filter by metadata)", responses=errors(400),
+         description=LIST_DESCRIPTION)
+    async def list_all(
+        self, summary_service: SummaryService, limit: Limit = 20, order: Order = "asc", cursor: Cursor = None,
+        filter: Filter = None, session_id: SessionFilter = None, user_id: UserFilter = None,
+        agent_id: AgentFilter = None,
+    ) -> SummaryCursorPage:
+        page = await summary_service.listed(limit=limit, order=order, cursor=cursor, filter=filter,
+                                            session_id=session_id, owner=Owner(user_id, agent_id))
+        return wire(page, SummaryCursorPage)
+
     @get("/{summary_id:str}", summary="Get a summary", responses=errors(400, 404))
     async def get_one(self, summary_id: PathId, summary_service: SummaryService) -> SummaryOut:
         return wire(await summary_service.get(summary_id), SummaryOut)
+
+    @patch("/{summary_id:str}", summary="Change a summary's content, counts or metadata (re-indexed and re-embedded)",
+           responses=errors(400, 404, 413), description="Fields left out stay as they are.")
+    async def update(self, summary_id: PathId, data: UpdateSummaryBody, summary_service: SummaryService) -> SummaryOut:
+        changes = SummaryChanges(data.content, data.first_episode_id, data.last_episode_id, data.episode_count,
+                                 data.token_count, data.metadata)
+        return wire(await summary_service.update(summary_id, changes), SummaryOut)
 
     @delete("/{summary_id:str}", summary="Delete a summary and its vector", responses=errors(400, 404))
     async def remove(self, summary_id: PathId, summary_service: SummaryService) -> None:

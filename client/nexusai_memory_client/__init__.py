@@ -11,14 +11,15 @@ own msgspec Structs (``models``); every failure raises ``MemoryServiceError``.
 from nexusai_memory_client.aio import AsyncMemoryClient
 from nexusai_memory_client.calls import MemoryServiceError
 from nexusai_memory_client.models import (
-    ContextPackage, Entity, EntityPage, Episode, EpisodePage, EpisodeSearch, Event, Events, Forgotten,
-    History, NewEpisode, Ranker, Relationship, SearchHit, SearchResult, Session, SessionPage, Summary,
-    Version,
+    ContextPackage, CursorPage, Entity, EntityPage, Episode, EpisodePage, EpisodeSearch, Event, Events,
+    Forgotten, History, NewEpisode, Ranker, Relationship, SearchHit, SearchResult, Session, SessionPage,
+    Summary, Version,
 )
 from nexusai_memory_client.sync import MemoryClient
 
 __all__ = [
-    "AsyncMemoryClient", "ContextPackage", "Entity", "EntityPage", "Episode", "EpisodePage", "EpisodeSearch", "Forgotten",
+    "AsyncMemoryClient", "ContextPackage", "CursorPage", "Entity", "EntityPage", "Episode", "EpisodePage",
+    "EpisodeSearch", "Forgotten",
     "MemoryClient", "MemoryServiceError", "NewEpisode", "Ranker", "Relationship", "SearchHit", "SearchResult",
     "Session", "SessionPage", "Summary", "Event", "Events", "History", "Version",
 ]

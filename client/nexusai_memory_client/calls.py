@@ -15,14 +15,15 @@ import httpx
 import msgspec
 
 from nexusai_memory_client.models import (
-    ContextPackage, Entity, EntityPage, Episode, EpisodePage, EpisodeSearch, Events, Forgotten, History,
-    Meta, NewEpisode, Ranker, Relationship, SearchResult, Session, SessionPage, Summary,
+    ContextPackage, CursorPage, Entity, EntityPage, Episode, EpisodePage, EpisodeSearch, Events, Forgotten,
+    History, Meta, NewEpisode, Ranker, Relationship, SearchResult, Session, SessionPage, Summary,
 )
 
 T = TypeVar("T")
 Source = Literal["episodes", "entities", "summaries"]
 Match = Literal["all", "any", "fts"]
 Direction = Literal["out", "in", "both"]
+Order = Literal["asc", "desc"]
 
 
 class MemoryServiceError(Exception):
@@ -109,6 +110,52 @@ def _segment(value: str) -> str:
 
 def _id(value: int) -> int:
     return int(value)
+
+
+def _list(path: str, item: type, *, limit: int, order: Order, cursor: str | None, filter: Meta | None,
+          **params: Any) -> Call[Any]:
+    """A keyset list call: ``filter`` is ``{"metadata": {...}}``, sent as JSON text."""
+    query = {"limit": limit, "order": order, "cursor": cursor,
+             "filter": None if filter is None else msgspec.json.encode(filter).decode(), **params}
+    return Call("GET", path, CursorPage[item], query)  # type: ignore[valid-type]
+
+
+def list_sessions_by_cursor(*, limit: int, order: Order, cursor: str | None, filter: Meta | None) -> Call[CursorPage[Session]]:
+    return _list("/sessions", Session, limit=limit, order=order, cursor=cursor, filter=filter)
+
+
+def list_episodes(*, session_id: int | None, limit: int, order: Order, cursor: str | None,
+                  filter: Meta | None) -> Call[CursorPage[Episode]]:
+    return _list("/episodes", Episode, limit=limit, order=order, cursor=cursor, filter=filter, sessionId=session_id)
+
+
+def list_entities(*, type: str | None, limit: int, order: Order, cursor: str | None,
+                  filter: Meta | None) -> Call[CursorPage[Entity]]:
+    return _list("/entities", Entity, limit=limit, order=order, cursor=cursor, filter=filter, type=type)
+
+
+def list_relationships(*, entity_id: int | None, label: str | None, limit: int, order: Order, cursor: str | None,
+                       filter: Meta | None) -> Call[CursorPage[Relationship]]:
+    return _list("/relationships", Relationship, limit=limit, order=order, cursor=cursor, filter=filter,
+                 entityId=entity_id, label=label)
+
+
+def list_summaries(*, session_id: int | None, limit: int, order: Order, cursor: str | None,
+                   filter: Meta | None) -> Call[CursorPage[Summary]]:
+    return _list("/summaries", Summary, limit=limit, order=order, cursor=cursor, filter=filter, sessionId=session_id)
+
+
+def update_entity(*, entity_id: int, name: str | None, type: str | None, notes: str | None,
+                  metadata: Meta | None) -> Call[Entity]:
+    return Call("PATCH", f"/entities/{_id(entity_id)}", Entity,
+                body=_body(name=name, type=type, notes=notes, metadata=metadata))
+
+
+def update_summary(*, summary_id: int, content: str | None, first_episode_id: int | None, last_episode_id: int | None,
+                   episode_count: int | None, token_count: int | None, metadata: Meta | None) -> Call[Summary]:
+    return Call("PATCH", f"/summaries/{_id(summary_id)}", Summary, body=_body(
+        content=content, first_episode_id=first_episode_id, last_episode_id=last_episode_id,
+        episode_count=episode_count, token_count=token_count, metadata=metadata))
 
 
 # -- sessions -------------------------------------------------------------------------------------

@@ -7,11 +7,12 @@ are ignored when decoding, so a newer service that adds fields does not break an
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import msgspec
 
 Meta = dict[str, Any]
+T = TypeVar("T")
 
 
 class Wire(msgspec.Struct, rename="camel", kw_only=True):
@@ -155,6 +156,15 @@ class EntityPage(Wire):
     total: int
     limit: int
     offset: int
+
+
+class CursorPage(Wire, Generic[T]):
+    """A keyset page (``list_episodes``, ``list_entities``, ...): pass ``next_cursor`` back as
+    ``cursor`` for the next page; ``None`` on the last page."""
+
+    items: list[T]
+    limit: int
+    next_cursor: str | None
 
 
 class EpisodeHit(Wire):

@@ -9,10 +9,10 @@ from typing import Any
 import httpx
 
 from nexusai_memory_client import calls as c
-from nexusai_memory_client.calls import Call, Direction, Match, Source, T
+from nexusai_memory_client.calls import Call, Direction, Match, Order, Source, T
 from nexusai_memory_client.models import (
-    ContextPackage, Entity, EntityPage, Episode, EpisodePage, EpisodeSearch, Events, Forgotten, History,
-    Meta, NewEpisode, Ranker, Relationship, SearchResult, Session, SessionPage, Summary,
+    ContextPackage, CursorPage, Entity, EntityPage, Episode, EpisodePage, EpisodeSearch, Events, Forgotten,
+    History, Meta, NewEpisode, Ranker, Relationship, SearchResult, Session, SessionPage, Summary,
 )
 
 DEFAULT_TIMEOUT = 30.0
@@ -157,6 +157,40 @@ class MemoryClient:
 
     def delete_summary(self, *, summary_id: int) -> None:
         return self.send(c.delete_summary(summary_id=summary_id))
+
+    # -- keyset lists (``next_cursor`` in, ``cursor`` out) and partial updates ---------------------
+    def list_sessions_by_cursor(self, *, limit: int = 20, order: Order = "asc", cursor: str | None = None,
+                                filter: Meta | None = None) -> CursorPage[Session]:
+        return self.send(c.list_sessions_by_cursor(limit=limit, order=order, cursor=cursor, filter=filter))
+
+    def list_episodes(self, *, session_id: int | None = None, limit: int = 20, order: Order = "asc",
+                      cursor: str | None = None, filter: Meta | None = None) -> CursorPage[Episode]:
+        return self.send(c.list_episodes(session_id=session_id, limit=limit, order=order, cursor=cursor, filter=filter))
+
+    def list_entities(self, *, type: str | None = None, limit: int = 20, order: Order = "asc",
+                      cursor: str | None = None, filter: Meta | None = None) -> CursorPage[Entity]:
+        return self.send(c.list_entities(type=type, limit=limit, order=order, cursor=cursor, filter=filter))
+
+    def list_relationships(self, *, entity_id: int | None = None, label: str | None = None, limit: int = 20,
+                           order: Order = "asc", cursor: str | None = None,
+                           filter: Meta | None = None) -> CursorPage[Relationship]:
+        return self.send(c.list_relationships(entity_id=entity_id, label=label, limit=limit, order=order, cursor=cursor,
+                                          filter=filter))
+
+    def list_summaries(self, *, session_id: int | None = None, limit: int = 20, order: Order = "asc",
+                       cursor: str | None = None, filter: Meta | None = None) -> CursorPage[Summary]:
+        return self.send(c.list_summaries(session_id=session_id, limit=limit, order=order, cursor=cursor, filter=filter))
+
+    def update_entity(self, *, entity_id: int, name: str | None = None, type: str | None = None,
+                      notes: str | None = None, metadata: Meta | None = None) -> Entity:
+        return self.send(c.update_entity(entity_id=entity_id, name=name, type=type, notes=notes, metadata=metadata))
+
+    def update_summary(self, *, summary_id: int, content: str | None = None, first_episode_id: int | None = None,
+                       last_episode_id: int | None = None, episode_count: int | None = None,
+                       token_count: int | None = None, metadata: Meta | None = None) -> Summary:
+        return self.send(c.update_summary(summary_id=summary_id, content=content, first_episode_id=first_episode_id,
+                                          last_episode_id=last_episode_id, episode_count=episode_count,
+                                          token_count=token_count, metadata=metadata))
 
     # -- retrieval and operations -----------------------------------------------------------------
     def search(self, *, query: str, limit: int = 10, session_id: int | None = None,

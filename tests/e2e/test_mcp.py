@@ -14,7 +14,7 @@ from mcp.client.streamable_http import streamable_http_client
 from tests.support.server import ServiceProcess, service_command, service_env
 
 API_KEY = "mcp-secret-key"
-TOOLS = {"remember", "search", "build_context", "list_sessions", "session_history", "upsert_entity",
+TOOLS = {"remember", "search", "build_context", "list_sessions", "session_history", "recent_memories", "upsert_entity",
          "find_entities", "get_entity", "relate", "history"}
 
 
@@ -51,6 +51,13 @@ async def test_an_assistant_remembers_and_recalls_over_stdio(tmp_path):
         assert (await call(client, "list_sessions"))["total"] == 2
         history = await call(client, "session_history", session="chat-7", limit=1)
         assert history["total"] == 2 and len(history["items"]) == 1
+        newest = await call(client, "recent_memories", limit=2)
+        assert [e["userMessage"] for e in newest["items"]] == ["Another conversation", "I moved to Lisbon"]
+        rest = await call(client, "recent_memories", limit=2, cursor=newest["nextCursor"])
+        assert [e["id"] for e in rest["items"]] == [first["episode"]["id"]] and rest["nextCursor"] is None
+        happy = await call(client, "recent_memories", session="chat-7", filter={"metadata": {"mood": "happy"}})
+        assert [e["id"] for e in happy["items"]] == [first["episode"]["id"]]
+        assert "cursor" in await error_of(client, "recent_memories", cursor="garbage")
 
         ana = (await call(client, "upsert_entity", name="Ana", type="person", notes="the user"))["entity"]
         lisbon = await call(client, "upsert_entity", name="Lisbon", type="place")
