@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -28,8 +28,9 @@ CALL_SECONDS = 30.0  # a search or a write; streamed builds wait as long as the 
 
 class SocketVectorIndex:
     def __init__(self, path: str | Path, *, connect_timeout: float = CONNECT_SECONDS,
-                 call_timeout: float = CALL_SECONDS) -> None:
+                 call_timeout: float = CALL_SECONDS, on_lost: Callable[[], None] = lambda: None) -> None:
         self.path = str(path)
+        self._on_lost = on_lost  # called when an open connection drops (the owner may have died)
         self._connect_timeout = connect_timeout
         self._call_timeout = call_timeout
         self._writer: asyncio.StreamWriter | None = None
@@ -89,6 +90,8 @@ class SocketVectorIndex:
         if self._writer is writer:
             self._writer = None
         writer.close()
+        if not self._closed:
+            self._on_lost()
         pending, self._pending = self._pending, {}
         for waiter in pending.values():
             if not waiter.done():
