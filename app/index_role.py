@@ -66,6 +66,7 @@ class IndexRole:
         self._server: IndexServer | None = None
         self._task: asyncio.Task | None = None
         self._stopping = False
+        self._handlers: dict[int, Any] = {}
         self.view = IndexView(self, model)
 
     def use_worker(self, worker: EmbeddingWorker, enabled: bool) -> None:
@@ -90,8 +91,8 @@ class IndexRole:
 
     def _retire_on_signals(self) -> None:
         """A worker told to stop (SIGTERM/SIGINT: the service is shutting down, or this worker is
-        being replaced) no longer takes the index over while it drains; the server's own handler
-        still runs. Only the main thread may set handlers; elsewhere (tests) nothing changes."""
+        being replaced) no longer takes the index over while it drains; the handler in place
+        (uvicorn's) still runs. Only the main thread may set handlers; ``stop`` puts them back."""
         if threading.current_thread() is not threading.main_thread():
             return
         for sig in (signal.SIGTERM, signal.SIGINT):
@@ -101,8 +102,18 @@ class IndexRole:
                 self._stopping = True
                 if callable(previous):
                     previous(signum, frame)
+                elif previous == signal.SIG_DFL:  # what the signal would have done without us
+                    signal.signal(signum, signal.SIG_DFL)
+                    os.kill(os.getpid(), signum)
 
+            self._handlers[sig] = previous
             signal.signal(sig, retire)
+
+    def _restore_signals(self) -> None:
+        if threading.current_thread() is threading.main_thread():
+            for sig, previous in self._handlers.items():
+                signal.signal(sig, previous)
+        self._handlers.clear()
 
     async def _watch(self) -> None:
         while not self._stopping and not self.owner:
@@ -160,6 +171,7 @@ class IndexRole:
         """Stop watching; an owner stops its worker and socket, closes the index and lets go of
         the lock (a worker still serving takes over)."""
         self._stopping = True
+        self._restore_signals()
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):

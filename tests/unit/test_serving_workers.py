@@ -1,0 +1,85 @@
+"""``WORKERS``: how many processes ``serve`` runs, what each one admits, and the owner lock."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import pickle
+
+import pytest
+
+from adapters.ipc.election import OwnerLock
+from app.config import ConfigError, load_settings
+from app.serving import AUTO_MAX, WorkerApp, per_worker, resolve_workers, usable_cores
+
+
+def _settings(tmp_path, **env):
+    return load_settings({"SQLITE_PATH": str(tmp_path / "m.db"), **env}, dotenv=None)
+
+
+def test_workers_unset_or_auto_means_one_per_usable_core_at_most_four(tmp_path):
+    expected = max(1, min(usable_cores(), AUTO_MAX))
+    for env in ({}, {"WORKERS": "auto"}, {"WORKERS": ""}):
+        settings = _settings(tmp_path, **env)
+        assert settings.workers is None
+        assert resolve_workers(settings, settings.workers) == expected
+
+
+def test_an_explicit_number_of_workers_is_kept(tmp_path):
+    settings = _settings(tmp_path, WORKERS="3")
+    assert resolve_workers(settings, settings.workers) == 3
+
+
+@pytest.mark.parametrize("raw", ["0", "-1", "65", "two"])
+def test_a_bad_workers_value_names_the_variable(tmp_path, raw):
+    with pytest.raises(ConfigError) as raised:
+        _settings(tmp_path, WORKERS=raw)
+    assert raised.value.variable == "WORKERS"
+
+
+@pytest.mark.parametrize("env", [{"STORE": "memory"}, {"SQLITE_PATH": ":memory:"}])
+def test_stores_processes_cannot_share_run_one_worker_and_refuse_more(tmp_path, env):
+    settings = load_settings({"SQLITE_PATH": str(tmp_path / "m.db"), **env}, dotenv=None)
+    assert resolve_workers(settings, None) == 1
+    assert resolve_workers(settings, 1) == 1
+    with pytest.raises(ConfigError, match="must be 1 when"):
+        resolve_workers(settings, 2)
+
+
+def test_each_worker_admits_its_share_of_max_in_flight(tmp_path):
+    settings = _settings(tmp_path, MAX_IN_FLIGHT="64")
+    assert per_worker(settings, 1).max_in_flight == 64
+    assert per_worker(settings, 2).max_in_flight == 32
+    assert per_worker(settings, 3).max_in_flight == 22  # rounded up: never below the whole
+    assert per_worker(_settings(tmp_path, MAX_IN_FLIGHT="1"), 4).max_in_flight == 1
+    assert per_worker(_settings(tmp_path, MAX_IN_FLIGHT="0"), 4).max_in_flight == 0  # 0: no limit
+
+
+def test_the_worker_app_factory_crosses_a_spawn_with_the_parents_exact_settings(tmp_path):
+    settings = _settings(tmp_path, MEMORY_API_KEY="k", RRF_K="7")
+    factory = WorkerApp(settings, 2, os.getpid())
+    assert pickle.loads(pickle.dumps(factory)) == factory
+
+
+def _try_lock(path: str, answer) -> None:
+    answer.put(OwnerLock(path).try_acquire())
+
+
+def test_one_process_at_a_time_holds_the_owner_lock_and_release_hands_it_on(tmp_path):
+    path = str(tmp_path / "m.db.owner")
+    first = OwnerLock(path)
+    assert first.try_acquire() and first.held
+    assert first.holder() == os.getpid()
+    context = multiprocessing.get_context("spawn")
+    answer = context.Queue()
+    other = context.Process(target=_try_lock, args=(path, answer))
+    other.start()
+    other.join(60)
+    assert answer.get(timeout=60) is False  # held by this process
+    first.release()
+    assert not first.held
+    other = context.Process(target=_try_lock, args=(path, answer))
+    other.start()
+    other.join(60)
+    assert answer.get(timeout=60) is True
+    assert os.stat(path).st_mode & 0o777 == 0o600
