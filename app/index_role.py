@@ -1,9 +1,9 @@
 """A worker process's part in the vector index when ``WORKERS`` > 1: owner or follower.
 
-Exactly one worker process owns the index: it holds the ``flock`` of ``<index>.owner`` (see
+Exactly one worker process owns the index: it holds the ``flock`` of ``<SQLITE_PATH>.owner`` (see
 ``adapters.ipc.election``), opens the index (an embedded engine allows one opener), runs the index
-manager and the embedding worker, and answers the other workers on ``<index>.sock``. The others
-follow: their searches, counts and status reach the owner through ``SocketVectorIndex``.
+manager and the embedding worker, and answers the other workers on ``<SQLITE_PATH>.sock``. The
+others follow: their searches, counts and status reach the owner through ``SocketVectorIndex``.
 
 Failover: the kernel releases the lock when the owner dies (even ``kill -9``). A follower tries
 the lock when its connection to the owner drops and every ``ELECTION_SECONDS`` anyway; the winner
@@ -41,9 +41,9 @@ log = logging.getLogger("nexusai.index")
 ELECTION_SECONDS = 1.0  # how often a follower tries the owner lock besides on a lost connection
 
 
-def role_paths(index_location: str) -> tuple[str, str]:
-    """The owner lock and the socket for an index at ``index_location`` (both beside it)."""
-    return f"{index_location}.owner", f"{index_location}.sock"
+def role_paths(sqlite_path: str) -> tuple[str, str]:
+    """The owner lock and the index socket of the store at ``sqlite_path`` (both beside it)."""
+    return f"{sqlite_path}.owner", f"{sqlite_path}.sock"
 
 
 class IndexRole:
@@ -276,6 +276,22 @@ class IndexView:
     def disk_low(self) -> str | None:
         manager = self._role.manager
         return self._role.remote.disk_low() if manager is None else manager.status()["diskLow"]
+
+
+class WorkerCollector:
+    """``memory_worker{pid, role}`` = 1: which worker process answered this scrape (with
+    ``WORKERS`` > 1 request counters and latencies are that worker's own)."""
+
+    def __init__(self, role: IndexRole) -> None:
+        self._role = role
+
+    def collect(self):
+        from prometheus_client.core import GaugeMetricFamily
+
+        family = GaugeMetricFamily("memory_worker", "The worker process that answered this scrape and its part in "
+                                   "the vector index (owner or follower)", labels=["pid", "role"])
+        family.add_metric([str(os.getpid()), "owner" if self._role.owner else "follower"], 1)
+        yield family
 
 
 def attach_index_role(container: Any, settings: Any) -> IndexRole:

@@ -16,7 +16,7 @@ from app.container import Container, build_container, shutdown
 from app.docs import DOCS_PATHS, docs_asset, open_operations, openapi_config
 from app.errors import EXCEPTION_HANDLERS
 from app.health import HEALTH_ROUTES
-from app.index_role import attach_index_role
+from app.index_role import WorkerCollector, attach_index_role
 from app.mcp_server import mounted as mounted_mcp
 from app.metrics import metrics
 from app.middleware import (
@@ -142,5 +142,7 @@ def create_app(settings: Settings, container: Container | None = None, *, worker
     admission = AdmissionControl(RequestObserver(handler, service_metrics), settings.max_in_flight, ADMISSION_EXEMPT,
                                  max_body=settings.max_body_bytes)
     service_metrics.watch_admission(admission)
+    if role is not None:
+        service_metrics.registry.register(WorkerCollector(role))
     app.asgi_handler = admission
     return app

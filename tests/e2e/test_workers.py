@@ -119,6 +119,10 @@ def test_two_workers_see_each_others_writes_and_a_follower_answers_hybrid_search
             # Its /health reports the owner's index (checked in the background: polled, bounded).
             _until(lambda: (c := follower.get("/health").json()["components"]["vectorIndex"])["status"] == "ok"
                    and c["points"]["episodes"] == 2, "the follower's health to count both points")
+            # /metrics says which worker answered; the data gauges are read from the shared store.
+            follower_metrics, owner_metrics = follower.get("/metrics").text, owner.get("/metrics").text
+            assert 'role="follower"} 1.0' in follower_metrics and 'role="owner"} 1.0' in owner_metrics
+            assert 'memory_store_rows{table="episodes"} 2.0' in follower_metrics
         socket_file = Path(f"{tmp_path / 'memory.db'}.sock")
         assert socket_file.stat().st_mode & 0o777 == 0o600
         assert server.stop() == 0, server.stderr()
