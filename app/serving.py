@@ -9,16 +9,16 @@ second reading of the environment) and asks the kernel to kill it when the paren
 the index.
 
 Per worker: SQLite connections (WAL lets processes read and write one file; writers take turns on
-its write lock), admission control (``MAX_IN_FLIGHT`` split evenly, see ``per_worker``), metrics,
-the health monitor and MCP sessions (stateless across workers). The vector index has one owner
-(``app.index_role``).
+its write lock), admission control (``MAX_IN_FLIGHT`` per worker: the kernel hands connections to
+whichever worker accepts first, often unevenly, so an even split of the limit refused requests
+that one process would have admitted), metrics, the health monitor and MCP sessions (stateless
+across workers). The vector index has one owner (``app.index_role``).
 """
 
 from __future__ import annotations
 
 import ctypes
 import logging
-import math
 import os
 import signal
 import sys
@@ -62,14 +62,6 @@ def _single_process_reason(settings: Settings) -> str | None:
     return None
 
 
-def per_worker(settings: Settings, workers: int) -> Settings:
-    """What one of ``workers`` processes runs with: its share of ``MAX_IN_FLIGHT`` (rounded up;
-    0 stays "no limit"), so the service as a whole admits about what one process did."""
-    if workers <= 1 or settings.max_in_flight == 0:
-        return settings
-    return settings.with_overrides(max_in_flight=max(1, math.ceil(settings.max_in_flight / workers)))
-
-
 def die_with_parent(parent: int) -> None:
     """SIGKILL this process when ``parent`` dies; exit at once if it already has."""
     libc = ctypes.CDLL(None, use_errno=True)
@@ -92,7 +84,7 @@ class WorkerApp:
         from app.logs import configure
         from app.main import create_app
 
-        settings = per_worker(self.settings, self.workers)
+        settings = self.settings
         configure(settings.log_level, settings.log_format, secrets=settings.secrets)
         # configure() re-enables uvicorn's access logger, which uvicorn silenced already in this
         # process (``serve`` runs with access_log=False; the request log line is the app's own).
@@ -123,11 +115,29 @@ def run_supervisor(settings: Settings, workers: int, **uvicorn_options) -> None:
     import uvicorn
     from uvicorn.supervisors import Multiprocess
 
+    class Supervisor(Multiprocess):
+        """uvicorn's supervisor, closing its own copy of the listening socket when told to stop:
+        the workers close theirs as they start draining, so the port refuses new connections at
+        once, as a single process does (the kernel would otherwise queue them on the parent's
+        copy until every worker has finished)."""
+
+        def _stop_listening(self) -> None:
+            for listener in self.sockets:
+                listener.close()
+
+        def handle_term(self) -> None:
+            self._stop_listening()
+            super().handle_term()
+
+        def handle_int(self) -> None:
+            self._stop_listening()
+            super().handle_int()
+
     config = uvicorn.Config(WorkerApp(settings, workers, os.getpid()), factory=True, workers=workers,
                             host=settings.host, port=settings.port, **uvicorn_options)
     sock = config.bind_socket()
     log.info("serving on %s:%d with %d worker processes", settings.host, settings.port, workers)
     try:
-        Multiprocess(config, sockets=[sock]).run()
+        Supervisor(config, sockets=[sock]).run()
     finally:
         sock.close()

@@ -10,7 +10,7 @@ import pytest
 
 from adapters.ipc.election import OwnerLock
 from app.config import ConfigError, load_settings
-from app.serving import AUTO_MAX, WorkerApp, per_worker, resolve_workers, usable_cores
+from app.serving import AUTO_MAX, WorkerApp, resolve_workers, usable_cores
 
 
 def _settings(tmp_path, **env):
@@ -44,15 +44,6 @@ def test_stores_processes_cannot_share_run_one_worker_and_refuse_more(tmp_path, 
     assert resolve_workers(settings, 1) == 1
     with pytest.raises(ConfigError, match="must be 1 when"):
         resolve_workers(settings, 2)
-
-
-def test_each_worker_admits_its_share_of_max_in_flight(tmp_path):
-    settings = _settings(tmp_path, MAX_IN_FLIGHT="64")
-    assert per_worker(settings, 1).max_in_flight == 64
-    assert per_worker(settings, 2).max_in_flight == 32
-    assert per_worker(settings, 3).max_in_flight == 22  # rounded up: never below the whole
-    assert per_worker(_settings(tmp_path, MAX_IN_FLIGHT="1"), 4).max_in_flight == 1
-    assert per_worker(_settings(tmp_path, MAX_IN_FLIGHT="0"), 4).max_in_flight == 0  # 0: no limit
 
 
 def test_the_worker_app_factory_crosses_a_spawn_with_the_parents_exact_settings(tmp_path):
