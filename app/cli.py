@@ -95,7 +95,7 @@ def serve(
         settings = settings.with_overrides(host=host or settings.host, port=settings.port if port is None else port)
     configure_logging(settings)
     try:
-        workers = resolve_workers(settings, settings.workers)
+        workers = resolve_workers(settings)
         if workers > 1:
             check_before_spawning(settings)
             app = None

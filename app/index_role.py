@@ -24,7 +24,8 @@ import logging
 import os
 import signal
 import threading
-from collections.abc import Awaitable, Callable, Sequence
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any
 
 from adapters.ipc.client import SocketVectorIndex
@@ -39,6 +40,7 @@ from domain.vectors import COLLECTIONS, ModelRef, VectorFilter, VectorHit, Vecto
 log = logging.getLogger("nexusai.index")
 
 ELECTION_SECONDS = 1.0  # how often a follower tries the owner lock besides on a lost connection
+FOLLOW_SECONDS = 30.0  # how long a starting follower waits for the owner to answer
 
 
 def role_paths(sqlite_path: str) -> tuple[str, str]:
@@ -52,8 +54,10 @@ class IndexRole:
     def __init__(
         self, *, lock_path: str, socket_path: str, model: ModelRef,
         open_manager: Callable[[], IndexManager], close_owned: Callable[[], Awaitable[None]],
+        follow_seconds: float = FOLLOW_SECONDS,
     ) -> None:
         self._lock = OwnerLock(lock_path)
+        self._follow_seconds = follow_seconds
         self.socket_path = socket_path
         self._open_manager = open_manager
         self._close_owned = close_owned
@@ -85,8 +89,15 @@ class IndexRole:
         keep watching for the owner's death in the background."""
         self._retire_on_signals()
         await self._elect()
-        if not self.owner:
-            await self.view.health()  # the owner's status for the start-up report, if it answers yet
+        # A follower serves once the owner answers (or after FOLLOW_SECONDS): its first searches
+        # and its start-up report then see the index, not an owner that is still opening it.
+        deadline = time.monotonic() + self._follow_seconds
+        while not self.owner and not self._stopping:
+            await self.view.health()  # fetches the owner's report when it answers
+            if self.view.reported is not None or time.monotonic() >= deadline:
+                break
+            await asyncio.sleep(0.05)
+            await self._elect()
         self._task = asyncio.create_task(self._watch(), name="index-owner-election")
 
     def _retire_on_signals(self) -> None:
@@ -197,6 +208,11 @@ class IndexView:
         self._role = role
         self.model = model
         self._report: dict[str, Any] | None = None
+
+    @property
+    def reported(self) -> dict[str, Any] | None:
+        """The owner's last report (a follower's), None before the owner first answered."""
+        return self._report
 
     def _target(self) -> Any:
         return self._role.manager or self._role.remote
@@ -329,4 +345,20 @@ def attach_index_role(container: Any, settings: Any) -> IndexRole:
                      model=ModelRef(settings.embedder, embedder.model, embedder.dimension),
                      open_manager=open_manager, close_owned=close_owned)
     container.index_manager.override(providers.Object(role.view))
+    # The container's worker lifecycle becomes the role's: it runs the election (and, in the
+    # owner, the embedding worker) and stops it all at shutdown, after the health monitor that
+    # names it. The index manager and the index are the role's to open and close.
+    role.use_worker(container.worker(), settings.worker_enabled)
+    container.worker_running.override(providers.Resource(_role_running, role))
     return role
+
+
+async def _role_running(role: IndexRole) -> AsyncIterator[IndexRole]:
+    await role.start()
+    try:
+        yield role
+    finally:
+        try:
+            await role.stop()
+        except Exception:
+            log.exception("stopping the vector index role failed")

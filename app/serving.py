@@ -39,11 +39,12 @@ def usable_cores() -> int:
         return os.cpu_count() or 1
 
 
-def resolve_workers(settings: Settings, requested: int | None) -> int:
-    """The number of worker processes: ``requested`` (``WORKERS``; None or 0 means one per usable
-    core, at most ``AUTO_MAX``), or 1 where several processes cannot share the data.
-    Raises ``ConfigError`` when more than one is asked for explicitly and cannot work."""
+def resolve_workers(settings: Settings) -> int:
+    """The number of worker processes: ``WORKERS`` (0 means one per usable core, at most
+    ``AUTO_MAX``), or 1 where several processes cannot share the data. Raises ``ConfigError``
+    when more than one is asked for explicitly and cannot work."""
     alone = _single_process_reason(settings)
+    requested = settings.workers
     if requested:
         if requested > 1 and alone:
             raise ConfigError("WORKERS", f"must be 1 when {alone}, got {requested}")

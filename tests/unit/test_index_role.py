@@ -11,7 +11,7 @@ import pytest
 from adapters.embedders.hashing import HashEmbedder
 from adapters.memory.vector_index import InMemoryVectorIndex
 from adapters.sqlite.catalog import SqliteIndexCatalog
-from adapters.sqlite.store import SqliteMemoryStore
+from adapters.sqlite.store import SqliteStore
 from app.index_role import IndexRole, role_paths
 from domain.errors import VectorIndexError
 from domain.index_manager import IndexManager
@@ -21,7 +21,7 @@ DIM = 16
 WAIT = 30.0
 
 
-def _role(store: SqliteMemoryStore, base: str) -> IndexRole:
+def _role(store: SqliteStore, base: str, follow_seconds: float = 30.0) -> IndexRole:
     embedder = HashEmbedder(DIM)
     opened: list[IndexManager] = []
 
@@ -36,7 +36,7 @@ def _role(store: SqliteMemoryStore, base: str) -> IndexRole:
 
     lock, sock = role_paths(base)
     return IndexRole(lock_path=lock, socket_path=sock, model=ModelRef("hash", embedder.model, DIM),
-                     open_manager=open_manager, close_owned=close_owned)
+                     open_manager=open_manager, close_owned=close_owned, follow_seconds=follow_seconds)
 
 
 async def _until(predicate, what: str):
@@ -47,7 +47,7 @@ async def _until(predicate, what: str):
 
 @pytest.fixture
 async def store(tmp_path):
-    opened = SqliteMemoryStore.open(str(tmp_path / "m.db"))
+    opened = SqliteStore.open(str(tmp_path / "m.db"))
     yield opened
     await opened.close()
 
@@ -78,7 +78,7 @@ async def test_the_follower_reaches_the_owners_index_and_takes_over_when_it_stop
 
 
 async def test_without_an_owner_vector_calls_fail_as_an_index_outage_and_health_says_why(store, tmp_path):
-    role = _role(store, str(tmp_path / "m.db"))
+    role = _role(store, str(tmp_path / "m.db"), follow_seconds=0.2)
     holder = _role(store, str(tmp_path / "m.db"))
     assert holder._lock.try_acquire()  # holds the lock but never serves: an owner still starting
     try:

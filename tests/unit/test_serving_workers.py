@@ -17,20 +17,20 @@ def _settings(tmp_path, **env):
     return load_settings({"SQLITE_PATH": str(tmp_path / "m.db"), **env}, dotenv=None)
 
 
-def test_workers_unset_or_auto_means_one_per_usable_core_at_most_four(tmp_path):
-    expected = max(1, min(usable_cores(), AUTO_MAX))
-    for env in ({}, {"WORKERS": "auto"}, {"WORKERS": ""}):
-        settings = _settings(tmp_path, **env)
-        assert settings.workers is None
-        assert resolve_workers(settings, settings.workers) == expected
+def test_one_worker_unless_workers_says_otherwise(tmp_path):
+    settings = _settings(tmp_path)
+    assert settings.workers == 1 and resolve_workers(settings) == 1
+
+
+def test_workers_0_means_one_per_usable_core_at_most_four(tmp_path):
+    assert resolve_workers(_settings(tmp_path, WORKERS="0")) == max(1, min(usable_cores(), AUTO_MAX))
 
 
 def test_an_explicit_number_of_workers_is_kept(tmp_path):
-    settings = _settings(tmp_path, WORKERS="3")
-    assert resolve_workers(settings, settings.workers) == 3
+    assert resolve_workers(_settings(tmp_path, WORKERS="3")) == 3
 
 
-@pytest.mark.parametrize("raw", ["0", "-1", "65", "two"])
+@pytest.mark.parametrize("raw", ["-1", "65", "two"])
 def test_a_bad_workers_value_names_the_variable(tmp_path, raw):
     with pytest.raises(ConfigError) as raised:
         _settings(tmp_path, WORKERS=raw)
@@ -39,11 +39,12 @@ def test_a_bad_workers_value_names_the_variable(tmp_path, raw):
 
 @pytest.mark.parametrize("env", [{"STORE": "memory"}, {"SQLITE_PATH": ":memory:"}])
 def test_stores_processes_cannot_share_run_one_worker_and_refuse_more(tmp_path, env):
-    settings = load_settings({"SQLITE_PATH": str(tmp_path / "m.db"), **env}, dotenv=None)
-    assert resolve_workers(settings, None) == 1
-    assert resolve_workers(settings, 1) == 1
+    def workers(n: str):
+        return resolve_workers(load_settings({"SQLITE_PATH": str(tmp_path / "m.db"), "WORKERS": n, **env}, dotenv=None))
+
+    assert workers("0") == 1 and workers("1") == 1
     with pytest.raises(ConfigError, match="must be 1 when"):
-        resolve_workers(settings, 2)
+        workers("2")
 
 
 def test_the_worker_app_factory_crosses_a_spawn_with_the_parents_exact_settings(tmp_path):
