@@ -88,28 +88,37 @@ def serve(
     import uvicorn
 
     from app.main import create_app
+    from app.serving import check_before_spawning, resolve_workers, run_supervisor
 
     settings = _settings()
     if host is not None or port is not None:
         settings = settings.with_overrides(host=host or settings.host, port=settings.port if port is None else port)
     configure_logging(settings)
     try:
-        app = create_app(settings)
-        _open_stores(app.state.container)
+        workers = resolve_workers(settings)
+        if workers > 1:
+            check_before_spawning(settings)
+            app = None
+        else:
+            app = create_app(settings)
+            _open_stores(app.state.container)
     except ConfigError as exc:
         typer.echo(f"configuration error: {exc}", err=True)
         raise typer.Exit(2) from None
     except Exception as exc:  # e.g. the database cannot be opened: one clear line, not a traceback
         typer.echo(f"start-up failed: {exc}", err=True)
         raise typer.Exit(1) from None
+    # log_config=None: uvicorn's loggers go through app.logs (JSON when asked), not its own handlers.
+    options = dict(log_level=settings.log_level, log_config=None, loop="uvloop", http="httptools", access_log=False,
+                   timeout_graceful_shutdown=10, proxy_headers=settings.forwarded_allow_ips is not None,
+                   forwarded_allow_ips=settings.forwarded_allow_ips)
+    if app is None:
+        run_supervisor(settings, workers, **options)  # drains every worker on SIGTERM, then returns: exit 0
+        return
     # uvicorn re-raises a SIGTERM once its graceful shutdown is done; with the default handler the
     # process would then die "killed by SIGTERM". Handled here, a drained shutdown exits 0.
     signal.signal(signal.SIGTERM, _exit_cleanly)
-    # log_config=None: uvicorn's loggers go through app.logs (JSON when asked), not its own handlers.
-    uvicorn.run(app, host=settings.host, port=settings.port, log_level=settings.log_level, log_config=None,
-                loop="uvloop", http="httptools", access_log=False, timeout_graceful_shutdown=10,
-                proxy_headers=settings.forwarded_allow_ips is not None,
-                forwarded_allow_ips=settings.forwarded_allow_ips)
+    uvicorn.run(app, host=settings.host, port=settings.port, **options)
 
 
 @cli.command()

@@ -16,6 +16,7 @@ from app.container import Container, build_container, shutdown
 from app.docs import DOCS_PATHS, docs_asset, open_operations, openapi_config
 from app.errors import EXCEPTION_HANDLERS
 from app.health import HEALTH_ROUTES
+from app.index_role import WorkerCollector, attach_index_role
 from app.mcp_server import mounted as mounted_mcp
 from app.metrics import metrics
 from app.middleware import (
@@ -71,16 +72,21 @@ def check_configuration(container: Container) -> None:
         raise ConfigError("EMBEDDING_DIM", f"is {settings.embedding_dim} but the embedder gives {dimension}")
 
 
-def create_app(settings: Settings, container: Container | None = None) -> Litestar:
+def create_app(settings: Settings, container: Container | None = None, *, workers: int = 1) -> Litestar:
     """Build the app for ``settings``: a fresh container (or the one given, for tests), every
     route, the error table, and a lifespan that opens the stores, ensures the vector collections,
-    and runs the embedding worker until shutdown."""
+    and runs the embedding worker until shutdown. With ``workers`` > 1 this is one of several
+    worker processes: the vector index and the embedding worker belong to the one that wins the
+    owner election (``app.index_role``)."""
     container = container or build_container(settings)
     check_configuration(container)
+    # Before anything builds a service: they must get this worker's view of the index.
+    role = attach_index_role(container, settings) if workers > 1 else None
     worker, service_metrics, monitor = container.worker(), container.metrics(), container.health()
+    notify = worker.notify if role is None else role.notify
     install_request_id_filter("nexusai.errors", "nexusai.app")
     warn_if_exposed(settings)
-    mcp_endpoint, mcp_sessions = mounted_mcp(container, settings, worker.notify)
+    mcp_endpoint, mcp_sessions = mounted_mcp(container, settings, notify, stateless=workers > 1)
 
     @asynccontextmanager
     async def lifespan(app: Litestar):
@@ -89,9 +95,12 @@ def create_app(settings: Settings, container: Container | None = None) -> Litest
         try:
             await container.store_resource()
             (await container.embedder_resource()).start()  # a model loads in the background; /health says "starting"
-            manager = await container.index_manager_resource()
-            await manager.start()  # never waits for a build: derived data does not hold up start-up
-            manager.run()
+            if role is None:
+                manager = await container.index_manager_resource()
+                await manager.start()  # never waits for a build: derived data does not hold up start-up
+                manager.run()
+            else:  # the owner opens the index and runs the worker; the others follow it
+                await container.worker_running()
             await report_store_and_index(container)
             embedder_report = asyncio.create_task(report_embedder(container), name="embedder start-up report")
             await container.worker_running()  # started unless EMBEDDING_WORKER=false
@@ -109,7 +118,7 @@ def create_app(settings: Settings, container: Container | None = None) -> Litest
 
     async def after_response(request: Request) -> None:  # async: a sync hook costs a thread hop
         if request.method != "GET":
-            worker.notify()
+            notify()
             event_feed.notify()  # long-polls wake at once (other processes' writes: within POLL_SECONDS)
 
     app = Litestar(
@@ -143,5 +152,7 @@ def create_app(settings: Settings, container: Container | None = None) -> Litest
     admission = AdmissionControl(RequestObserver(handler, service_metrics), settings.max_in_flight, ADMISSION_EXEMPT,
                                  max_body=settings.max_body_bytes)
     service_metrics.watch_admission(admission)
+    if role is not None:
+        service_metrics.registry.register(WorkerCollector(role))
     app.asgi_handler = admission
     return app

@@ -275,15 +275,18 @@ class BearerGate:
         return scheme.lower() == b"bearer" and hmac.compare_digest(token, self.key)
 
 
-def mounted(container: Container, settings: Settings, wrote: Callable[[], None]):
+def mounted(container: Container, settings: Settings, wrote: Callable[[], None], stateless: bool = False):
     """MCP over streamable HTTP inside the REST app, at ``/mcp``: the same process, container and
     embedding worker as ``serve`` (an embedded store is opened by one process only). Returns the
-    Litestar handler and the session manager, whose ``run()`` the app's lifespan must hold open."""
+    Litestar handler and the session manager, whose ``run()`` the app's lifespan must hold open.
+    ``stateless`` (several worker processes): no session outlives its request, since the next
+    request of a client may reach another worker, which would not know the session."""
     from litestar.handlers import asgi
     from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
 
     server = build_server(container, wrote)
-    server.streamable_http_app(streamable_http_path=MCP_PATH, host=settings.host)  # creates the session manager
+    server.streamable_http_app(streamable_http_path=MCP_PATH, host=settings.host,  # creates the session manager
+                               stateless_http=stateless)
     app: Any = StreamableHTTPASGIApp(server.session_manager)
     if settings.memory_api_key:
         app = BearerGate(app, settings.memory_api_key)

@@ -153,7 +153,7 @@ def compare(args, wrk_binary: str, home: Path) -> dict:
     (work / "peer").mkdir()
     log("peer comparison: loading the same corpus into both servers")
     peer = PeerServer(home, work / "peer")
-    project = Server(work / "project", {})
+    project = Server(work / "project", {"WORKERS": str(args.workers)} if getattr(args, "workers", None) else {})
     results: dict = {"peer": {name: [] for name, _, _ in ROUTES}, "project": {name: [] for name, _, _ in ROUTES}}
     try:
         fill_peer(peer.url, sessions)
@@ -228,6 +228,8 @@ def main() -> None:
     parser.add_argument("--duration", type=float, default=8.0, help="seconds per wrk row")
     parser.add_argument("--rounds", type=int, default=2, help="alternating rounds (order swapped each round)")
     parser.add_argument("--json", type=Path, default=None, help="also write the record here")
+    parser.add_argument("--workers", type=int, default=None,
+                        help="WORKERS for this service (default: its own default, as make run serves)")
     args = parser.parse_args()
     record = peer_comparison(args, ensure_wrk())
     if record is None:

@@ -1,0 +1,144 @@
+"""``serve`` with ``WORKERS`` > 1: one listening socket, N worker processes under uvicorn's supervisor.
+
+The parent validates the configuration and opens (migrates) the store once, binds the socket, and
+runs uvicorn's ``Multiprocess`` supervisor, which spawns the workers, replaces a worker that dies
+or stops answering its health ping, and on SIGTERM/SIGINT asks every worker to drain and waits.
+Each worker builds its own app from a picklable ``WorkerApp`` (the parent's exact settings, not a
+second reading of the environment) and asks the kernel to kill it when the parent dies
+(``PR_SET_PDEATHSIG``), so ``kill -9`` of the parent leaves no orphan serving the port or holding
+the index.
+
+Per worker: SQLite connections (WAL lets processes read and write one file; writers take turns on
+its write lock), admission control (``MAX_IN_FLIGHT`` per worker: the kernel hands connections to
+whichever worker accepts first, often unevenly, so an even split of the limit refused requests
+that one process would have admitted), metrics, the health monitor and MCP sessions (stateless
+across workers). The vector index has one owner (``app.index_role``).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+import os
+import signal
+import sys
+from dataclasses import dataclass
+
+from app.config import ConfigError, Settings
+
+log = logging.getLogger("nexusai.app")
+
+_PR_SET_PDEATHSIG = 1
+STARTUP_FAILURE = 3  # uvicorn's exit code for "failed before serving": the supervisor then stops
+
+
+def usable_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def resolve_workers(settings: Settings) -> int:
+    """The number of worker processes: ``WORKERS`` (0 means one per usable core, at most
+    ``AUTO_MAX``), or 1 where several processes cannot share the data. Raises ``ConfigError``
+    when more than one is asked for explicitly and cannot work."""
+    alone = _single_process_reason(settings)
+    requested = settings.workers
+    if requested:
+        if requested > 1 and alone:
+            raise ConfigError("WORKERS", f"must be 1 when {alone}, got {requested}")
+        return requested
+    return 1 if alone else max(1, min(usable_cores(), AUTO_MAX))
+
+
+AUTO_MAX = 4
+
+
+def _single_process_reason(settings: Settings) -> str | None:
+    if settings.store != "sqlite":
+        return f"STORE={settings.store} (each process would have its own memory)"
+    if settings.sqlite_path == ":memory:":
+        return "SQLITE_PATH=:memory: (each process would have its own database)"
+    return None
+
+
+def die_with_parent(parent: int) -> None:
+    """SIGKILL this process when ``parent`` dies; exit at once if it already has."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
+        log.warning("cannot ask for the parent-death signal (errno %d)", ctypes.get_errno())
+    if os.getppid() != parent:  # the parent died before the request took effect
+        os._exit(1)
+
+
+@dataclass(frozen=True)
+class WorkerApp:
+    """The app factory uvicorn calls in each spawned worker (pickled across the spawn)."""
+
+    settings: Settings
+    workers: int
+    parent: int
+
+    def __call__(self):
+        die_with_parent(self.parent)
+        from app.logs import configure
+        from app.main import create_app
+
+        settings = self.settings
+        configure(settings.log_level, settings.log_format, secrets=settings.secrets)
+        # configure() re-enables uvicorn's access logger, which uvicorn silenced already in this
+        # process (``serve`` runs with access_log=False; the request log line is the app's own).
+        logging.getLogger("uvicorn.access").propagate = False
+        try:
+            return create_app(settings, workers=self.workers)
+        except Exception:  # the parent checked the configuration: this is the environment
+            log.exception("worker %d could not build the app", os.getpid())
+            sys.exit(STARTUP_FAILURE)
+
+
+def check_before_spawning(settings: Settings) -> None:
+    """What ``serve`` checks before it serves, done once in the parent: the configuration
+    (``ConfigError``) and the store, opened and migrated here so the workers never race a
+    migration. Nothing stays open: the parent only supervises."""
+    import asyncio
+
+    from app.container import build_container
+    from app.main import check_configuration
+
+    container = build_container(settings)
+    check_configuration(container)
+    asyncio.run(container.store().close())
+
+
+def run_supervisor(settings: Settings, workers: int, **uvicorn_options) -> None:
+    """Bind once and serve with ``workers`` processes until SIGTERM/SIGINT (then drain all)."""
+    import uvicorn
+    from uvicorn.supervisors import Multiprocess
+
+    class Supervisor(Multiprocess):
+        """uvicorn's supervisor, closing its own copy of the listening socket when told to stop:
+        the workers close theirs as they start draining, so the port refuses new connections at
+        once, as a single process does (the kernel would otherwise queue them on the parent's
+        copy until every worker has finished)."""
+
+        def _stop_listening(self) -> None:
+            for listener in self.sockets:
+                listener.close()
+
+        def handle_term(self) -> None:
+            self._stop_listening()
+            super().handle_term()
+
+        def handle_int(self) -> None:
+            self._stop_listening()
+            super().handle_int()
+
+    config = uvicorn.Config(WorkerApp(settings, workers, os.getpid()), factory=True, workers=workers,
+                            host=settings.host, port=settings.port, **uvicorn_options)
+    sock = config.bind_socket()
+    log.info("serving on %s:%d with %d worker processes", settings.host, settings.port, workers)
+    try:
+        Supervisor(config, sockets=[sock]).run()
+    finally:
+        sock.close()

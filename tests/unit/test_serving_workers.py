@@ -1,0 +1,77 @@
+"""``WORKERS``: how many processes ``serve`` runs, what each one admits, and the owner lock."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import pickle
+
+import pytest
+
+from adapters.ipc.election import OwnerLock
+from app.config import ConfigError, load_settings
+from app.serving import AUTO_MAX, WorkerApp, resolve_workers, usable_cores
+
+
+def _settings(tmp_path, **env):
+    return load_settings({"SQLITE_PATH": str(tmp_path / "m.db"), **env}, dotenv=None)
+
+
+def test_one_worker_unless_workers_says_otherwise(tmp_path):
+    settings = _settings(tmp_path)
+    assert settings.workers == 1 and resolve_workers(settings) == 1
+
+
+def test_workers_0_means_one_per_usable_core_at_most_four(tmp_path):
+    assert resolve_workers(_settings(tmp_path, WORKERS="0")) == max(1, min(usable_cores(), AUTO_MAX))
+
+
+def test_an_explicit_number_of_workers_is_kept(tmp_path):
+    assert resolve_workers(_settings(tmp_path, WORKERS="3")) == 3
+
+
+@pytest.mark.parametrize("raw", ["-1", "65", "two"])
+def test_a_bad_workers_value_names_the_variable(tmp_path, raw):
+    with pytest.raises(ConfigError) as raised:
+        _settings(tmp_path, WORKERS=raw)
+    assert raised.value.variable == "WORKERS"
+
+
+@pytest.mark.parametrize("env", [{"STORE": "memory"}, {"SQLITE_PATH": ":memory:"}])
+def test_stores_processes_cannot_share_run_one_worker_and_refuse_more(tmp_path, env):
+    def workers(n: str):
+        return resolve_workers(load_settings({"SQLITE_PATH": str(tmp_path / "m.db"), "WORKERS": n, **env}, dotenv=None))
+
+    assert workers("0") == 1 and workers("1") == 1
+    with pytest.raises(ConfigError, match="must be 1 when"):
+        workers("2")
+
+
+def test_the_worker_app_factory_crosses_a_spawn_with_the_parents_exact_settings(tmp_path):
+    settings = _settings(tmp_path, MEMORY_API_KEY="k", RRF_K="7")
+    factory = WorkerApp(settings, 2, os.getpid())
+    assert pickle.loads(pickle.dumps(factory)) == factory
+
+
+def _try_lock(path: str, answer) -> None:
+    answer.put(OwnerLock(path).try_acquire())
+
+
+def test_one_process_at_a_time_holds_the_owner_lock_and_release_hands_it_on(tmp_path):
+    path = str(tmp_path / "m.db.owner")
+    first = OwnerLock(path)
+    assert first.try_acquire() and first.held
+    assert first.holder() == os.getpid()
+    context = multiprocessing.get_context("spawn")
+    answer = context.Queue()
+    other = context.Process(target=_try_lock, args=(path, answer))
+    other.start()
+    other.join(60)
+    assert answer.get(timeout=60) is False  # held by this process
+    first.release()
+    assert not first.held
+    other = context.Process(target=_try_lock, args=(path, answer))
+    other.start()
+    other.join(60)
+    assert answer.get(timeout=60) is True
+    assert os.stat(path).st_mode & 0o777 == 0o600
