@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import shutil
 import sys
 import tempfile
@@ -31,6 +32,7 @@ import httpx
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from adapters.embedders.hashing import HashEmbedder  # noqa: E402
 from adapters.memory.fake_embedder import FakeEmbedder  # noqa: E402
@@ -103,44 +105,124 @@ async def rebuild(workdir: Path) -> dict:
             "hashReembedSeconds": round(per_text * rows, 1)}
 
 
-def bulk_load(workdir: Path, episodes: int) -> dict:
-    env = service_env(workdir / "bulk" / "memory.db", {"EMBEDDING_DIM": str(DIM)})
+def reembed_rate(sample: int = 512) -> dict:
+    """Episodes per second the default embedder (local all-MiniLM-L6-v2, numpy runtime) embeds.
+
+    Measured on ``sample`` bench texts (the same generator as the stores, ``User: ...`` as the
+    worker builds them), in batches of 64 like the worker, after one warm-up batch; CPU seconds
+    are read too, since wall time on a shared machine depends on the neighbours.
+    """
+    import resource
+
+    import load
+    from adapters.embedders.local import LocalEmbedder
+    from app.config import LOCAL_MODEL
+
+    gen = load.TextGenerator(seed=7)
+    texts = [f"User: {gen.sentence(6, 24)}\nAssistant: {gen.sentence(12, 48)}" for _ in range(sample)]
+
+    async def run() -> tuple[float, float]:
+        embedder = LocalEmbedder(LOCAL_MODEL, None)
+        await embedder.embed(texts[:64])  # loads the model, warms the code paths
+        cpu = resource.getrusage(resource.RUSAGE_SELF)
+        began = time.perf_counter()
+        for start in range(0, len(texts), 64):
+            await embedder.embed(texts[start:start + 64])
+        wall = time.perf_counter() - began
+        after = resource.getrusage(resource.RUSAGE_SELF)
+        return wall, (after.ru_utime - cpu.ru_utime) + (after.ru_stime - cpu.ru_stime)
+
+    loadavg = round(os.getloadavg()[0], 2)
+    wall, cpu = asyncio.run(run())
+    return {"model": LOCAL_MODEL, "runtime": "numpy", "sample": sample, "seconds": round(wall, 2),
+            "cpu_seconds": round(cpu, 2), "per_s": round(sample / wall, 1), "per_cpu_s": round(sample / cpu, 1),
+            "loadavg_1m_before": loadavg, "loadavg_1m_after": round(os.getloadavg()[0], 2)}
+
+
+def extrapolate(rate: dict, counts: dict[str, int]) -> dict:
+    """Re-embedding time at each size from the sampled rate: an extrapolation, not a run."""
+    return {scale: {"episodes": n, "reembed_seconds_extrapolated": round(n / rate["per_s"], 1),
+                    "reembed_cpu_seconds_extrapolated": round(n / rate["per_cpu_s"], 1)}
+            for scale, n in counts.items()}
+
+
+def bulk_load(workdir: Path, episodes: int, batch: int = 500) -> dict:
+    """0 -> ``episodes`` through ``POST /episodes/batch`` with ``POST /search`` sampled every 200 ms.
+
+    Every sample is kept: its latency, whether it was degraded and each warning. A degraded answer
+    counts against index maintenance when its warning names the vector index (the only legs that
+    can fail here: the embedder is the in-process hash one). The vectorIndex component of /health
+    is sampled too (state, builds), so a degraded sample can be matched with what the index did.
+    """
+    env = service_env(workdir / "bulk" / "memory.db", {"EMBEDDING_DIM": str(DIM), "LOG_LEVEL": "info"})
     (workdir / "bulk").mkdir()
-    samples: list[bool] = []
+    samples: list[dict] = []
     stop = threading.Event()
+    loadavg = round(os.getloadavg()[0], 2)
     with ServiceProcess(env, log_dir=workdir / "bulk") as server:
         def sample() -> None:
             with httpx.Client(base_url=server.url, timeout=30) as http:
                 while not stop.is_set():
-                    answer = http.post("/search", json={"query": "kiwi note"}).json()
-                    samples.append(any("index" in w for w in answer.get("warnings", [])))
+                    began = time.perf_counter()
+                    response = http.post("/search", json={"query": "kiwi note", "limit": 10})
+                    answer = response.json()
+                    warnings = answer.get("warnings", [])
+                    samples.append({"t": round(time.perf_counter() - t0, 2), "ms": round(1e3 * (time.perf_counter() - began), 1),
+                                    "status": response.status_code, "degraded": bool(answer.get("degraded")),
+                                    "index": any("index" in w for w in warnings), "warnings": warnings})
                     stop.wait(0.2)
 
         sampler = threading.Thread(target=sample)
-        with httpx.Client(base_url=server.url, timeout=60) as http:
+        health: list[dict] = []
+        with httpx.Client(base_url=server.url, timeout=120) as http:
             sid = http.post("/sessions", json={"externalId": "bulk"}).json()["id"]
+            t0 = time.perf_counter()
             sampler.start()
             began = time.perf_counter()
-            for start in range(0, episodes, 500):
+            for start in range(0, episodes, batch):
                 http.post("/episodes/batch", json={"episodes": [
                     {"sessionId": sid, "userMessage": f"kiwi note {n}", "aiResponse": "ok"}
-                    for n in range(start, min(episodes, start + 500))]})
+                    for n in range(start, min(episodes, start + batch))]}).raise_for_status()
+                if (start // batch) % 10 == 0:
+                    component = http.get("/health").json()["components"]
+                    index = component["vectorIndex"].get("index", {})
+                    health.append({"t": round(time.perf_counter() - t0, 1), "posted": start + batch,
+                                   "pending": component["embeddingBacklog"]["pending"], "status": index.get("status"),
+                                   "builds": index.get("builds")})
+            posted = time.perf_counter() - began
             while http.get("/health").json()["components"]["embeddingBacklog"]["pending"]:
                 time.sleep(0.2)
             seconds = time.perf_counter() - began
             # Keep sampling through the maintenance build the load made due (bounded).
-            deadline = time.monotonic() + 300
+            deadline = time.monotonic() + 600
             while time.monotonic() < deadline:
                 index = http.get("/health").json()["components"]["vectorIndex"]["index"]
-                if index["builds"] and index["status"] == "consistent":
+                # Above the inline threshold (5,000 points) the load makes a build due: wait for it.
+                if index["status"] == "consistent" and (index["builds"] or episodes <= 5_000):
                     break
                 time.sleep(0.5)
             builds = index["builds"]
+            points = index["collections"]["episodes"].get("points")
         stop.set()
         sampler.join()
-    return {"episodes": episodes, "samples": len(samples), "degradedByIndex": sum(samples),
-            "degradedShare": round(sum(samples) / max(1, len(samples)), 4), "builds": builds,
-            "loadSeconds": round(seconds, 1)}
+        rss = None
+        status_path = Path(f"/proc/{server.pid}/status") if hasattr(server, "pid") else None
+        if status_path is not None and status_path.exists():
+            rss = next((int(ln.split()[1]) // 1024 for ln in status_path.read_text().splitlines()
+                        if ln.startswith("VmHWM")), None)
+        log_tail = [ln for f in (workdir / "bulk").glob("server-*.std*") for ln in f.read_text(errors="replace").splitlines()
+                    if "index" in ln.lower() and ("build" in ln or "serves" in ln or "warn" in ln.lower())][-40:]
+    degraded = [x for x in samples if x["degraded"]]
+    by_index = [x for x in samples if x["index"]]
+    ms = sorted(x["ms"] for x in samples)
+    return {"episodes": episodes, "batch": batch, "samples": len(samples), "degradedByIndex": len(by_index),
+            "degradedShare": round(len(by_index) / max(1, len(samples)), 4), "degradedAny": len(degraded),
+            "degradedWarnings": sorted({w for x in degraded for w in x["warnings"]})[:10],
+            "degradedAt": [(x["t"], x["warnings"][:1]) for x in degraded][:30],
+            "searchMsP50": ms[len(ms) // 2] if ms else None, "searchMsP99": ms[int(len(ms) * 0.99)] if ms else None,
+            "builds": builds, "points": points, "postSeconds": round(posted, 1), "loadSeconds": round(seconds, 1),
+            "health": health, "serverLogIndexLines": log_tail, "peakRssMb": rss,
+            "loadavg_1m_before": loadavg, "loadavg_1m_after": round(os.getloadavg()[0], 2)}
 
 
 def main() -> None:
