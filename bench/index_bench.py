@@ -227,15 +227,30 @@ def bulk_load(workdir: Path, episodes: int, batch: int = 500) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--n", type=int, default=100_000, help="stored embeddings / rebuild size")
+    parser.add_argument("--n", type=int, default=100_000, help="stored embeddings / rebuild size (0: skip)")
     parser.add_argument("--bulk", type=int, default=20_000, help="episodes in the bulk load (0: skip)")
+    parser.add_argument("--reembed-sample", type=int, default=0,
+                        help="texts to time the default local embedder on (0: skip)")
+    parser.add_argument("--json", type=Path, default=None, help="also write the result here")
     args = parser.parse_args()
     workdir = Path(tempfile.mkdtemp(prefix="index-bench-"))
+    result: dict = {"command": " ".join(["index_bench.py", *sys.argv[1:]]), "dimension": DIM}
+
+    def save() -> None:
+        if args.json is not None:
+            args.json.write_text(json.dumps(result, indent=2))
+
     try:
-        result = {"n": args.n, "dimension": DIM, "stored": asyncio.run(stored_embeddings(workdir, args.n))}
-        result["rebuild"] = asyncio.run(rebuild(workdir))
+        if args.n:
+            result.update(n=args.n, stored=asyncio.run(stored_embeddings(workdir, args.n)))
+            result["rebuild"] = asyncio.run(rebuild(workdir))
+            save()
+        if args.reembed_sample:
+            result["reembed"] = reembed_rate(args.reembed_sample)
+            save()
         if args.bulk:
             result["bulkLoad"] = bulk_load(workdir, args.bulk)
+            save()
         print(json.dumps(result, indent=2))
     finally:
         shutil.rmtree(workdir, ignore_errors=True)

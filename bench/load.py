@@ -180,8 +180,10 @@ def _store_embeddings(db_path: Path, log) -> float:
     reader, writer = sqlite3.connect(db_path), sqlite3.connect(db_path)
     writer.execute("PRAGMA journal_mode=WAL")
     writer.execute("PRAGMA synchronous=OFF")
-    cursor = reader.execute("SELECT id, user_message, ai_response FROM episodes ORDER BY id")
-    done = 0
+    # Resumable: a load stopped here goes on after the last stored embedding.
+    after = reader.execute("SELECT coalesce(max(ref_id), 0) FROM embeddings WHERE collection = 'episodes'").fetchone()[0]
+    cursor = reader.execute("SELECT id, user_message, ai_response FROM episodes WHERE id > ? ORDER BY id", (after,))
+    done = after
     with ProcessPoolExecutor(max_workers=min(2, os.cpu_count() or 1)) as pool:
         while rows := cursor.fetchmany(EMBED_BATCH):
             texts = [(i, f"User: {u}\nAssistant: {a}") for i, u, a in rows]
@@ -253,12 +255,18 @@ def ensure_store(scale: str, log=print, index: bool = True) -> dict:
     db_path, qdrant_path = target / "memory.db", target / "memory.db.qdrant"
     if found is None or found.get("layout") != LAYOUT or found.get("dimension") != DIMENSION:
         episodes = SCALES[scale]
-        shutil.rmtree(target, ignore_errors=True)
-        target.mkdir(parents=True)
-        log(f"loading the {scale} store ({episodes} episodes) into {target} ...")
-        gen = TextGenerator()
-        sessions, sql_seconds = asyncio.run(_load_sqlite(db_path, episodes, gen))
-        log(f"  sqlite: {sql_seconds:.1f} s ({episodes / sql_seconds:,.0f} episodes/s)")
+        sqlite_marker = target / "sqlite-ready.json"
+        if sqlite_marker.is_file() and json.loads(sqlite_marker.read_text()).get("layout") == LAYOUT:
+            sessions, sql_seconds = (json.loads(sqlite_marker.read_text())[k] for k in ("sessions", "seconds"))
+            log(f"resuming the {scale} store in {target} after its SQLite load ...")
+        else:
+            shutil.rmtree(target, ignore_errors=True)
+            target.mkdir(parents=True)
+            log(f"loading the {scale} store ({episodes} episodes) into {target} ...")
+            gen = TextGenerator()
+            sessions, sql_seconds = asyncio.run(_load_sqlite(db_path, episodes, gen))
+            log(f"  sqlite: {sql_seconds:.1f} s ({episodes / sql_seconds:,.0f} episodes/s)")
+            sqlite_marker.write_text(json.dumps({"layout": LAYOUT, "sessions": sessions, "seconds": sql_seconds}))
         embed_seconds = _store_embeddings(db_path, log)
         log(f"  stored embeddings (hash, {DIMENSION}-d, 2 processes): {embed_seconds:.1f} s")
         found = {
