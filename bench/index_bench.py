@@ -146,83 +146,112 @@ def extrapolate(rate: dict, counts: dict[str, int]) -> dict:
             for scale, n in counts.items()}
 
 
-def bulk_load(workdir: Path, episodes: int, batch: int = 500) -> dict:
+def _index_status(http: httpx.Client) -> dict:
+    """The vectorIndex component of /health; under load its check may answer without details."""
+    try:
+        component = http.get("/health").json()["components"]
+    except (httpx.HTTPError, ValueError) as error:
+        return {"error": repr(error)}
+    vector = component.get("vectorIndex", {})
+    index = vector.get("index")
+    if index is None:
+        return {"status": None, "component": vector, "pending": component.get("embeddingBacklog", {}).get("pending")}
+    episodes = index.get("collections", {}).get("episodes", {})
+    return {"status": index.get("status"), "builds": index.get("builds"), "points": episodes.get("points"),
+            "rows": episodes.get("rows"), "state": episodes.get("state"), "progress": episodes.get("progress"),
+            "pending": component.get("embeddingBacklog", {}).get("pending")}
+
+
+def bulk_load(workdir: Path, episodes: int, batch: int = 500, build_wait_s: float = 1_200) -> dict:
     """0 -> ``episodes`` through ``POST /episodes/batch`` with ``POST /search`` sampled every 200 ms.
 
     Every sample is kept: its latency, whether it was degraded and each warning. A degraded answer
     counts against index maintenance when its warning names the vector index (the only legs that
     can fail here: the embedder is the in-process hash one). The vectorIndex component of /health
-    is sampled too (state, builds), so a degraded sample can be matched with what the index did.
+    is sampled too (state, builds, progress), so a degraded sample can be matched with what the
+    index did. After the load it keeps sampling until a maintenance build has switched and the
+    index is consistent (at most ``build_wait_s``). Whatever happens, what was sampled is returned.
     """
     env = service_env(workdir / "bulk" / "memory.db", {"EMBEDDING_DIM": str(DIM), "LOG_LEVEL": "info"})
     (workdir / "bulk").mkdir()
     samples: list[dict] = []
+    health: list[dict] = []
     stop = threading.Event()
     loadavg = round(os.getloadavg()[0], 2)
+    t0 = time.perf_counter()
+    out: dict = {"episodes": episodes, "batch": batch}
     with ServiceProcess(env, log_dir=workdir / "bulk") as server:
         def sample() -> None:
             with httpx.Client(base_url=server.url, timeout=30) as http:
                 while not stop.is_set():
                     began = time.perf_counter()
-                    response = http.post("/search", json={"query": "kiwi note", "limit": 10})
-                    answer = response.json()
+                    try:
+                        response = http.post("/search", json={"query": "kiwi note", "limit": 10})
+                        answer, status = response.json(), response.status_code
+                    except (httpx.HTTPError, ValueError) as error:
+                        answer, status = {"degraded": True, "warnings": [f"request failed: {error!r}"]}, None
                     warnings = answer.get("warnings", [])
                     samples.append({"t": round(time.perf_counter() - t0, 2), "ms": round(1e3 * (time.perf_counter() - began), 1),
-                                    "status": response.status_code, "degraded": bool(answer.get("degraded")),
+                                    "status": status, "degraded": bool(answer.get("degraded")),
                                     "index": any("index" in w for w in warnings), "warnings": warnings})
                     stop.wait(0.2)
 
         sampler = threading.Thread(target=sample)
-        health: list[dict] = []
-        with httpx.Client(base_url=server.url, timeout=120) as http:
-            sid = http.post("/sessions", json={"externalId": "bulk"}).json()["id"]
-            t0 = time.perf_counter()
-            sampler.start()
-            began = time.perf_counter()
-            for start in range(0, episodes, batch):
-                http.post("/episodes/batch", json={"episodes": [
-                    {"sessionId": sid, "userMessage": f"kiwi note {n}", "aiResponse": "ok"}
-                    for n in range(start, min(episodes, start + batch))]}).raise_for_status()
-                if (start // batch) % 10 == 0:
-                    component = http.get("/health").json()["components"]
-                    index = component["vectorIndex"].get("index", {})
-                    health.append({"t": round(time.perf_counter() - t0, 1), "posted": start + batch,
-                                   "pending": component["embeddingBacklog"]["pending"], "status": index.get("status"),
-                                   "builds": index.get("builds")})
-            posted = time.perf_counter() - began
-            while http.get("/health").json()["components"]["embeddingBacklog"]["pending"]:
-                time.sleep(0.2)
-            seconds = time.perf_counter() - began
-            # Keep sampling through the maintenance build the load made due (bounded).
-            deadline = time.monotonic() + 600
-            while time.monotonic() < deadline:
-                index = http.get("/health").json()["components"]["vectorIndex"]["index"]
-                # Above the inline threshold (5,000 points) the load makes a build due: wait for it.
-                if index["status"] == "consistent" and (index["builds"] or episodes <= 5_000):
-                    break
-                time.sleep(0.5)
-            builds = index["builds"]
-            points = index["collections"]["episodes"].get("points")
-        stop.set()
-        sampler.join()
-        rss = None
-        status_path = Path(f"/proc/{server.pid}/status") if hasattr(server, "pid") else None
-        if status_path is not None and status_path.exists():
-            rss = next((int(ln.split()[1]) // 1024 for ln in status_path.read_text().splitlines()
-                        if ln.startswith("VmHWM")), None)
-        log_tail = [ln for f in (workdir / "bulk").glob("server-*.std*") for ln in f.read_text(errors="replace").splitlines()
-                    if "index" in ln.lower() and ("build" in ln or "serves" in ln or "warn" in ln.lower())][-40:]
+        try:
+            with httpx.Client(base_url=server.url, timeout=120) as http:
+                sid = http.post("/sessions", json={"externalId": "bulk"}).json()["id"]
+                t0 = time.perf_counter()
+                sampler.start()
+                for start in range(0, episodes, batch):
+                    http.post("/episodes/batch", json={"episodes": [
+                        {"sessionId": sid, "userMessage": f"kiwi note {n}", "aiResponse": "ok"}
+                        for n in range(start, min(episodes, start + batch))]}).raise_for_status()
+                    if (start // batch) % 10 == 0:
+                        health.append({"t": round(time.perf_counter() - t0, 1), "posted": start + batch,
+                                       **_index_status(http)})
+                out["postSeconds"] = round(time.perf_counter() - t0, 1)
+                while (now := _index_status(http)).get("pending") != 0:
+                    time.sleep(0.5)
+                out["drainedSeconds"] = round(time.perf_counter() - t0, 1)
+                # Keep sampling through the maintenance build the load made due (bounded).
+                deadline = time.monotonic() + build_wait_s
+                while time.monotonic() < deadline:
+                    now = _index_status(http)
+                    if len(health) < 2_000 and (not health or health[-1].get("state") != now.get("state")
+                                                or time.perf_counter() - t0 - health[-1]["t"] > 30):
+                        health.append({"t": round(time.perf_counter() - t0, 1), **now})
+                    # Above the inline threshold (5,000 points) the load makes a build due: wait for it.
+                    if now.get("status") == "consistent" and (now.get("builds") or episodes <= 5_000):
+                        break
+                    time.sleep(0.5)
+                out["settledSeconds"] = round(time.perf_counter() - t0, 1)
+                out["final"] = now
+        except Exception as error:  # report what was sampled up to here
+            out["error"] = repr(error)
+        finally:
+            stop.set()
+            if sampler.is_alive():
+                sampler.join()
+        status_path = Path(f"/proc/{server.pid}/status")
+        if status_path.exists():
+            out["peakRssMb"] = next((int(ln.split()[1]) // 1024 for ln in status_path.read_text().splitlines()
+                                     if ln.startswith("VmHWM")), None)
+        out["serverLogIndexLines"] = [
+            ln[:300] for f in sorted((workdir / "bulk").glob("server-*.std*"))
+            for ln in f.read_text(errors="replace").splitlines() if "nexusai.index" in ln][-40:]
     degraded = [x for x in samples if x["degraded"]]
     by_index = [x for x in samples if x["index"]]
     ms = sorted(x["ms"] for x in samples)
-    return {"episodes": episodes, "batch": batch, "samples": len(samples), "degradedByIndex": len(by_index),
-            "degradedShare": round(len(by_index) / max(1, len(samples)), 4), "degradedAny": len(degraded),
-            "degradedWarnings": sorted({w for x in degraded for w in x["warnings"]})[:10],
-            "degradedAt": [(x["t"], x["warnings"][:1]) for x in degraded][:30],
-            "searchMsP50": ms[len(ms) // 2] if ms else None, "searchMsP99": ms[int(len(ms) * 0.99)] if ms else None,
-            "builds": builds, "points": points, "postSeconds": round(posted, 1), "loadSeconds": round(seconds, 1),
-            "health": health, "serverLogIndexLines": log_tail, "peakRssMb": rss,
-            "loadavg_1m_before": loadavg, "loadavg_1m_after": round(os.getloadavg()[0], 2)}
+    out.update({
+        "samples": len(samples), "degradedByIndex": len(by_index),
+        "degradedShare": round(len(by_index) / max(1, len(samples)), 4), "degradedAny": len(degraded),
+        "degradedWarnings": sorted({w for x in degraded for w in x["warnings"]})[:10],
+        "degradedAt": [(x["t"], x["warnings"][:1]) for x in degraded][:30],
+        "searchMsP50": ms[len(ms) // 2] if ms else None, "searchMsP99": ms[int(len(ms) * 0.99)] if ms else None,
+        "builds": (out.get("final") or {}).get("builds"), "points": (out.get("final") or {}).get("points"),
+        "loadSeconds": out.get("drainedSeconds"), "health": health,
+        "loadavg_1m_before": loadavg, "loadavg_1m_after": round(os.getloadavg()[0], 2)})
+    return out
 
 
 def main() -> None:

@@ -361,12 +361,14 @@ def bench_drain(count: int, profile: bool = False) -> dict:
                          "200", "--threads", "--format", "raw", "--nonblocking", "-o",
                          str(PROFILES / "drain.txt")], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
                 started = time.perf_counter()
+                cpu_before = cpu_seconds(server.pid)
                 for start in range(0, count, 1000):
                     chunk = [{**e, "sessionId": session} for e in episodes[start:start + 1000]]
                     client.post("/episodes/batch", json={"episodes": chunk}).raise_for_status()
                 posted = time.perf_counter() - started
                 waited = server.wait_for_backlog(600)
                 elapsed = time.perf_counter() - started
+                server_cpu = cpu_seconds(server.pid) - cpu_before
                 pending = server.health()["components"]["embeddingBacklog"]["pending"]
                 if spy is not None:
                     spy.wait(timeout=60)
@@ -380,7 +382,11 @@ def bench_drain(count: int, profile: bool = False) -> dict:
     extra = {"profile": summarise_profile(PROFILES / "drain.txt")} if profile else {}
     return {**extra, "episodes": count, "post_seconds": round(posted, 2), "drain_seconds": round(elapsed, 2),
             "waited_after_post_s": waited, "pending_at_end": pending, "drain_per_s": round(rate, 1),
-            "embedder_direct_per_s": round(direct, 1), "ratio": round(rate / direct, 3)}
+            "embedder_direct_per_s": round(direct, 1), "ratio": round(rate / direct, 3),
+            # CPU the server spent per episode (POST + worker + stored embedding + index write):
+            # steadier than the rates on a shared machine.
+            "server_cpu_ms_per_episode": round(1e3 * server_cpu / count, 3),
+            "loadavg_1m_after": round(os.getloadavg()[0], 2)}
 
 
 # -- the table -------------------------------------------------------------------------------------
