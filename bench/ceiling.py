@@ -25,6 +25,8 @@ from adapters.sqlite.database import _configure  # noqa: E402  (the service's ex
 from domain.keywords import plain_query, recall_query  # noqa: E402
 from domain.models import utc_now  # noqa: E402
 
+import load  # noqa: E402  (bench/, beside this file)
+
 MAX_OPS = 200_000
 
 
@@ -153,7 +155,7 @@ def raw_vector_search(qdrant_path: Path, dimension: int, queries: list[str], sec
                       hnsw_ef: int = 128, limit: int = 50) -> dict:
     """A top-50 ``query`` (POST /search's depth) on the episodes shard (the adapter's request), vectors embedded beforehand;
     and the hash embedding of a query on its own, the other fixed cost of ``POST /search``."""
-    shard = qe.EdgeShard.load(str(qdrant_path / "episodes"))
+    shard = qe.EdgeShard.load(str(load.episodes_shard(qdrant_path)))
     vectors = [hash_vector(q, dimension) for q in queries]
 
     def search(i: int) -> None:

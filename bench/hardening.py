@@ -3,7 +3,7 @@
     .venv/bin/python bench/hardening.py [--synchronous-seconds 5] [--overload-seconds 10]
                                         [--connections 8,64,256] [--max-in-flight 64] [--scale 10k]
 
-1. **synchronous**: the real store (``SqliteMemoryStore``, group-committing writer) on a scratch
+1. **synchronous**: the real store (``SqliteStore``, group-committing writer) on a scratch
    file, ``add_episodes`` of one episode from 1, 8 and 64 concurrent writers, FULL against NORMAL:
    writes/s and p50/p99 latency. Group commit shares one fsync between the writers waiting, so the
    cost of FULL shrinks as concurrency grows.
@@ -38,14 +38,14 @@ sys.path.insert(0, str(BENCH))
 import load  # noqa: E402
 from run import RESULTS, Server, Wrk, ensure_wrk, log  # noqa: E402
 
-from adapters.sqlite.store import SqliteMemoryStore  # noqa: E402
+from adapters.sqlite.store import SqliteStore  # noqa: E402
 from domain import writes
 from domain.models import NewEpisode  # noqa: E402
 
 
 # -- 1. synchronous = FULL vs NORMAL ----------------------------------------------------------------
 async def _write_rate(path: Path, synchronous: str, writers: int, seconds: float) -> dict:
-    store = SqliteMemoryStore.open(str(path), synchronous)
+    store = SqliteStore.open(str(path), synchronous)
     session = await store.uow.run(lambda tx: writes.create_session(tx, f"bench-{synchronous}-{writers}", {}))
     latencies: list[float] = []
     deadline = time.perf_counter() + seconds

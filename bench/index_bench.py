@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import shutil
 import sys
 import tempfile
@@ -31,12 +32,13 @@ import httpx
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from adapters.embedders.hashing import HashEmbedder  # noqa: E402
 from adapters.memory.fake_embedder import FakeEmbedder  # noqa: E402
 from adapters.qdrant.edge import QdrantEdgeIndex  # noqa: E402
 from adapters.sqlite.catalog import SqliteIndexCatalog  # noqa: E402
-from adapters.sqlite.store import SqliteMemoryStore  # noqa: E402
+from adapters.sqlite.store import SqliteStore  # noqa: E402
 from domain import writes
 from domain.index_manager import IndexManager  # noqa: E402
 from domain.models import NewEpisode  # noqa: E402
@@ -47,7 +49,7 @@ DIM = 384
 
 
 async def _fill(path: Path, n: int, encode) -> dict:
-    store = SqliteMemoryStore.open(str(path))
+    store = SqliteStore.open(str(path))
     catalog = SqliteIndexCatalog(store.database)
     model = await catalog.model_id(ModelRef("hash", "hash", DIM))
     session = await store.uow.run(lambda tx: writes.create_session(tx, "bench", {}))
@@ -75,7 +77,7 @@ async def stored_embeddings(workdir: Path, n: int) -> dict:
 
 async def rebuild(workdir: Path) -> dict:
     db = workdir / "service.db"
-    store = SqliteMemoryStore.open(str(db))
+    store = SqliteStore.open(str(db))
     catalog = SqliteIndexCatalog(store.database)
     index = QdrantEdgeIndex(workdir / "shards")
     down = FakeEmbedder(DIM, model="hash")
@@ -104,57 +106,181 @@ async def rebuild(workdir: Path) -> dict:
             "hashReembedSeconds": round(per_text * rows, 1)}
 
 
-def bulk_load(workdir: Path, episodes: int) -> dict:
-    env = service_env(workdir / "bulk" / "memory.db", {"EMBEDDING_DIM": str(DIM)})
+def reembed_rate(sample: int = 512) -> dict:
+    """Episodes per second the default embedder (local all-MiniLM-L6-v2, numpy runtime) embeds.
+
+    Measured on ``sample`` bench texts (the same generator as the stores, ``User: ...`` as the
+    worker builds them), in batches of 64 like the worker, after one warm-up batch; CPU seconds
+    are read too, since wall time on a shared machine depends on the neighbours.
+    """
+    import resource
+
+    import load
+    from adapters.embedders.local import LocalEmbedder
+    from app.config import LOCAL_MODEL
+
+    gen = load.TextGenerator(seed=7)
+    texts = [f"User: {gen.sentence(6, 24)}\nAssistant: {gen.sentence(12, 48)}" for _ in range(sample)]
+
+    async def run() -> tuple[float, float]:
+        embedder = LocalEmbedder(LOCAL_MODEL, None)
+        await embedder.embed(texts[:64])  # loads the model, warms the code paths
+        cpu = resource.getrusage(resource.RUSAGE_SELF)
+        began = time.perf_counter()
+        for start in range(0, len(texts), 64):
+            await embedder.embed(texts[start:start + 64])
+        wall = time.perf_counter() - began
+        after = resource.getrusage(resource.RUSAGE_SELF)
+        return wall, (after.ru_utime - cpu.ru_utime) + (after.ru_stime - cpu.ru_stime)
+
+    loadavg = round(os.getloadavg()[0], 2)
+    wall, cpu = asyncio.run(run())
+    return {"model": LOCAL_MODEL, "runtime": "numpy", "sample": sample, "seconds": round(wall, 2),
+            "cpu_seconds": round(cpu, 2), "per_s": round(sample / wall, 1), "per_cpu_s": round(sample / cpu, 1),
+            "loadavg_1m_before": loadavg, "loadavg_1m_after": round(os.getloadavg()[0], 2)}
+
+
+def extrapolate(rate: dict, counts: dict[str, int]) -> dict:
+    """Re-embedding time at each size from the sampled rate: an extrapolation, not a run."""
+    return {scale: {"episodes": n, "reembed_seconds_extrapolated": round(n / rate["per_s"], 1),
+                    "reembed_cpu_seconds_extrapolated": round(n / rate["per_cpu_s"], 1)}
+            for scale, n in counts.items()}
+
+
+def _index_status(http: httpx.Client) -> dict:
+    """The vectorIndex component of /health; under load its check may answer without details."""
+    try:
+        component = http.get("/health").json()["components"]
+    except (httpx.HTTPError, ValueError) as error:
+        return {"error": repr(error)}
+    vector = component.get("vectorIndex", {})
+    index = vector.get("index")
+    if index is None:
+        return {"status": None, "component": vector, "pending": component.get("embeddingBacklog", {}).get("pending")}
+    episodes = index.get("collections", {}).get("episodes", {})
+    return {"status": index.get("status"), "builds": index.get("builds"), "points": episodes.get("points"),
+            "rows": episodes.get("rows"), "state": episodes.get("state"), "progress": episodes.get("progress"),
+            "pending": component.get("embeddingBacklog", {}).get("pending")}
+
+
+def bulk_load(workdir: Path, episodes: int, batch: int = 500, build_wait_s: float = 1_200) -> dict:
+    """0 -> ``episodes`` through ``POST /episodes/batch`` with ``POST /search`` sampled every 200 ms.
+
+    Every sample is kept: its latency, whether it was degraded and each warning. A degraded answer
+    counts against index maintenance when its warning names the vector index (the only legs that
+    can fail here: the embedder is the in-process hash one). The vectorIndex component of /health
+    is sampled too (state, builds, progress), so a degraded sample can be matched with what the
+    index did. After the load it keeps sampling until a maintenance build has switched and the
+    index is consistent (at most ``build_wait_s``). Whatever happens, what was sampled is returned.
+    """
+    env = service_env(workdir / "bulk" / "memory.db", {"EMBEDDING_DIM": str(DIM), "LOG_LEVEL": "info"})
     (workdir / "bulk").mkdir()
-    samples: list[bool] = []
+    samples: list[dict] = []
+    health: list[dict] = []
     stop = threading.Event()
+    loadavg = round(os.getloadavg()[0], 2)
+    t0 = time.perf_counter()
+    out: dict = {"episodes": episodes, "batch": batch}
     with ServiceProcess(env, log_dir=workdir / "bulk") as server:
         def sample() -> None:
             with httpx.Client(base_url=server.url, timeout=30) as http:
                 while not stop.is_set():
-                    answer = http.post("/search", json={"query": "kiwi note"}).json()
-                    samples.append(any("index" in w for w in answer.get("warnings", [])))
+                    began = time.perf_counter()
+                    try:
+                        response = http.post("/search", json={"query": "kiwi note", "limit": 10})
+                        answer, status = response.json(), response.status_code
+                    except (httpx.HTTPError, ValueError) as error:
+                        answer, status = {"degraded": True, "warnings": [f"request failed: {error!r}"]}, None
+                    warnings = answer.get("warnings", [])
+                    samples.append({"t": round(time.perf_counter() - t0, 2), "ms": round(1e3 * (time.perf_counter() - began), 1),
+                                    "status": status, "degraded": bool(answer.get("degraded")),
+                                    "index": any("index" in w for w in warnings), "warnings": warnings})
                     stop.wait(0.2)
 
         sampler = threading.Thread(target=sample)
-        with httpx.Client(base_url=server.url, timeout=60) as http:
-            sid = http.post("/sessions", json={"externalId": "bulk"}).json()["id"]
-            sampler.start()
-            began = time.perf_counter()
-            for start in range(0, episodes, 500):
-                http.post("/episodes/batch", json={"episodes": [
-                    {"sessionId": sid, "userMessage": f"kiwi note {n}", "aiResponse": "ok"}
-                    for n in range(start, min(episodes, start + 500))]})
-            while http.get("/health").json()["components"]["embeddingBacklog"]["pending"]:
-                time.sleep(0.2)
-            seconds = time.perf_counter() - began
-            # Keep sampling through the maintenance build the load made due (bounded).
-            deadline = time.monotonic() + 300
-            while time.monotonic() < deadline:
-                index = http.get("/health").json()["components"]["vectorIndex"]["index"]
-                if index["builds"] and index["status"] == "consistent":
-                    break
-                time.sleep(0.5)
-            builds = index["builds"]
-        stop.set()
-        sampler.join()
-    return {"episodes": episodes, "samples": len(samples), "degradedByIndex": sum(samples),
-            "degradedShare": round(sum(samples) / max(1, len(samples)), 4), "builds": builds,
-            "loadSeconds": round(seconds, 1)}
+        try:
+            with httpx.Client(base_url=server.url, timeout=120) as http:
+                sid = http.post("/sessions", json={"externalId": "bulk"}).json()["id"]
+                t0 = time.perf_counter()
+                sampler.start()
+                for start in range(0, episodes, batch):
+                    http.post("/episodes/batch", json={"episodes": [
+                        {"sessionId": sid, "userMessage": f"kiwi note {n}", "aiResponse": "ok"}
+                        for n in range(start, min(episodes, start + batch))]}).raise_for_status()
+                    if (start // batch) % 10 == 0:
+                        health.append({"t": round(time.perf_counter() - t0, 1), "posted": start + batch,
+                                       **_index_status(http)})
+                out["postSeconds"] = round(time.perf_counter() - t0, 1)
+                while (now := _index_status(http)).get("pending") != 0:
+                    time.sleep(0.5)
+                out["drainedSeconds"] = round(time.perf_counter() - t0, 1)
+                # Keep sampling through the maintenance build the load made due (bounded).
+                deadline = time.monotonic() + build_wait_s
+                while time.monotonic() < deadline:
+                    now = _index_status(http)
+                    if len(health) < 2_000 and (not health or health[-1].get("state") != now.get("state")
+                                                or time.perf_counter() - t0 - health[-1]["t"] > 30):
+                        health.append({"t": round(time.perf_counter() - t0, 1), **now})
+                    # Above the inline threshold (5,000 points) the load makes a build due: wait for it.
+                    if now.get("status") == "consistent" and (now.get("builds") or episodes <= 5_000):
+                        break
+                    time.sleep(0.5)
+                out["settledSeconds"] = round(time.perf_counter() - t0, 1)
+                out["final"] = now
+        except Exception as error:  # report what was sampled up to here
+            out["error"] = repr(error)
+        finally:
+            stop.set()
+            if sampler.is_alive():
+                sampler.join()
+        status_path = Path(f"/proc/{server.pid}/status")
+        if status_path.exists():
+            out["peakRssMb"] = next((int(ln.split()[1]) // 1024 for ln in status_path.read_text().splitlines()
+                                     if ln.startswith("VmHWM")), None)
+        out["serverLogIndexLines"] = [
+            ln[:300] for f in sorted((workdir / "bulk").glob("server-*.std*"))
+            for ln in f.read_text(errors="replace").splitlines() if "nexusai.index" in ln][-40:]
+    degraded = [x for x in samples if x["degraded"]]
+    by_index = [x for x in samples if x["index"]]
+    ms = sorted(x["ms"] for x in samples)
+    out.update({
+        "samples": len(samples), "degradedByIndex": len(by_index),
+        "degradedShare": round(len(by_index) / max(1, len(samples)), 4), "degradedAny": len(degraded),
+        "degradedWarnings": sorted({w for x in degraded for w in x["warnings"]})[:10],
+        "degradedAt": [(x["t"], x["warnings"][:1]) for x in degraded][:30],
+        "searchMsP50": ms[len(ms) // 2] if ms else None, "searchMsP99": ms[int(len(ms) * 0.99)] if ms else None,
+        "builds": (out.get("final") or {}).get("builds"), "points": (out.get("final") or {}).get("points"),
+        "loadSeconds": out.get("drainedSeconds"), "health": health,
+        "loadavg_1m_before": loadavg, "loadavg_1m_after": round(os.getloadavg()[0], 2)})
+    return out
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--n", type=int, default=100_000, help="stored embeddings / rebuild size")
+    parser.add_argument("--n", type=int, default=100_000, help="stored embeddings / rebuild size (0: skip)")
     parser.add_argument("--bulk", type=int, default=20_000, help="episodes in the bulk load (0: skip)")
+    parser.add_argument("--reembed-sample", type=int, default=0,
+                        help="texts to time the default local embedder on (0: skip)")
+    parser.add_argument("--json", type=Path, default=None, help="also write the result here")
     args = parser.parse_args()
     workdir = Path(tempfile.mkdtemp(prefix="index-bench-"))
+    result: dict = {"command": " ".join(["index_bench.py", *sys.argv[1:]]), "dimension": DIM}
+
+    def save() -> None:
+        if args.json is not None:
+            args.json.write_text(json.dumps(result, indent=2))
+
     try:
-        result = {"n": args.n, "dimension": DIM, "stored": asyncio.run(stored_embeddings(workdir, args.n))}
-        result["rebuild"] = asyncio.run(rebuild(workdir))
+        if args.n:
+            result.update(n=args.n, stored=asyncio.run(stored_embeddings(workdir, args.n)))
+            result["rebuild"] = asyncio.run(rebuild(workdir))
+            save()
+        if args.reembed_sample:
+            result["reembed"] = reembed_rate(args.reembed_sample)
+            save()
         if args.bulk:
             result["bulkLoad"] = bulk_load(workdir, args.bulk)
+            save()
         print(json.dumps(result, indent=2))
     finally:
         shutil.rmtree(workdir, ignore_errors=True)

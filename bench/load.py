@@ -1,9 +1,12 @@
 """Bulk-loaded benchmark stores, built once under ``bench/data/<scale>/`` and reused.
 
 A store is written the way the service would see it after a long life: SQLite through the real
-adapter (``SqliteMemoryStore.open`` migrates the real schema, ``add_episodes`` in big batches
-fires the FTS5 triggers), and every episode's vector written straight into Qdrant Edge with the
-hash embedder, so the outbox is emptied rather than drained (the worker starts idle). Text is
+adapter (``SqliteStore.open`` migrates the real schema, ``add_episodes`` in big batches
+fires the FTS5 triggers); every episode's embedding (hash embedder at 384-d, the default model's
+size) stored in the ``embeddings`` table as the worker stores it, so the outbox is emptied rather
+than drained (the worker starts idle); then the vector index is built by the service's own
+``IndexManager`` from those stored embeddings alone, the embedder down, and that build is timed
+(issue 10's "rebuild from stored embeddings" figure, recorded in ``ready.json``). Text is
 generated from a fixed-seed Zipf-distributed vocabulary, so FTS posting lists have realistic
 skew: a few words are in most rows, most words in few.
 
@@ -14,31 +17,42 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import random
 import shutil
 import sqlite3
 import sys
 import time
+from concurrent.futures import ProcessPoolExecutor
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+
+import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from adapters.embedders.hashing import hash_vector  # noqa: E402
+from adapters.memory.fake_embedder import FakeEmbedder  # noqa: E402
 from adapters.qdrant.edge import QdrantEdgeIndex  # noqa: E402
-from adapters.sqlite.store import SqliteMemoryStore  # noqa: E402
-from domain import writes
+from adapters.sqlite.catalog import SqliteIndexCatalog  # noqa: E402
+from adapters.sqlite.store import SqliteStore  # noqa: E402
+from domain import writes  # noqa: E402
+from domain.index_manager import IndexManager  # noqa: E402
 from domain.models import NewEpisode, format_timestamp  # noqa: E402
-from domain.vectors import COLLECTIONS, VectorPoint, point_payload  # noqa: E402
+from domain.vectors import ModelRef  # noqa: E402
 
 DATA = ROOT / "bench" / "data"
-DIMENSION = 64  # small on purpose: the bench measures the service, not float arithmetic
+# The default model's size (all-MiniLM-L6-v2), so index sizes, HNSW builds and searches are
+# those of a real deployment; the vectors come from the hash embedder at that size.
+DIMENSION = 384
+MODEL = ModelRef("hash", "hash", DIMENSION)  # what EMBEDDER=hash EMBEDDING_DIM=384 records
+LAYOUT = 2  # 2: stored embeddings + an index generation built from them (1: legacy shards, 64-d)
+EMBED_BATCH = 20_000
 SEED = 20240601
 EPISODES_PER_SESSION = 100
 SQL_BATCH = 5_000
-VECTOR_BATCH = 2_000
-SCALES = {"10k": 10_000, "100k": 100_000, "1m": 1_000_000}
+SCALES = {"10k": 10_000, "100k": 100_000, "300k": 300_000, "1m": 1_000_000}
 
 _COMMON = (
     "the be to of and a in that have i it for not on with he as you do at this but his by from they we"
@@ -111,7 +125,7 @@ def sessions_for(episodes: int) -> int:
 
 
 async def _load_sqlite(path: Path, episodes: int, gen: TextGenerator) -> tuple[int, float]:
-    store = SqliteMemoryStore.open(str(path))
+    store = SqliteStore.open(str(path))
     started = time.perf_counter()
     sessions = sessions_for(episodes)
     for number in range(sessions):
@@ -138,74 +152,142 @@ async def _load_sqlite(path: Path, episodes: int, gen: TextGenerator) -> tuple[i
     return sessions, time.perf_counter() - started
 
 
-async def _load_vectors(db_path: Path, qdrant_path: Path) -> tuple[float, float]:
-    index = QdrantEdgeIndex(qdrant_path, optimize_every=10**12)
-    for name in COLLECTIONS:
-        await index.ensure_collection(name, DIMENSION)
-    started = time.perf_counter()
-    conn = sqlite3.connect(db_path)
-    cursor = conn.execute("SELECT id, session_id, user_message, ai_response, created_at FROM episodes ORDER BY id")
-    while rows := cursor.fetchmany(VECTOR_BATCH):
-        points = [
-            VectorPoint(id_, hash_vector(f"{user}\n{ai}", DIMENSION), point_payload(created, session))
-            for id_, session, user, ai, created in rows
-        ]
-        await index.upsert("episodes", points)
-    conn.close()
-    upserted = time.perf_counter() - started
-    await index.optimize("episodes")
-    built = time.perf_counter() - started - upserted
-    await index.close()
-    return upserted, built
+def _embed_chunk(rows: list[tuple[int, str]]) -> list[tuple[int, bytes]]:
+    """Hash-embed one chunk and encode it as the store keeps it (unit float16, little-endian).
 
-
-def refresh_index(qdrant_path: Path, dimension: int) -> float:
-    """Open the shards the way the server will and build what is pending, on the pristine store.
-
-    The adapter writes its HNSW settings over the persisted ones on open, and a changed setting
-    makes the next ``optimize()`` rebuild the whole graph; doing it here, once, keeps that out
-    of the measured start-up. Takes well under a second when nothing changed.
+    numpy's float16 cast rounds like ``struct``'s ``'e'`` (half to even), so the blobs equal
+    ``domain.vectors.encode_vector``'s; it is only ~50x faster, which matters at 1M rows.
     """
+    out = []
+    for ref_id, text in rows:
+        vector = np.asarray(hash_vector(text, DIMENSION), dtype=np.float64)
+        vector /= np.linalg.norm(vector)
+        out.append((ref_id, vector.astype("<f2").tobytes()))
+    return out
 
-    async def run() -> None:
-        index = QdrantEdgeIndex(qdrant_path)
-        for name in COLLECTIONS:
-            await index.ensure_collection(name, dimension)
-        await index.optimize()
-        await index.close()
 
+async def _model_id(db_path: Path) -> int:
+    store = SqliteStore.open(str(db_path))
+    try:
+        return await SqliteIndexCatalog(store.database).model_id(MODEL)
+    finally:
+        await store.close()
+
+
+def _store_embeddings(db_path: Path, log) -> float:
+    """Every episode's embedding into the ``embeddings`` table, as the worker would have stored it."""
+    model_id = asyncio.run(_model_id(db_path))
     started = time.perf_counter()
-    asyncio.run(run())
-    return round(time.perf_counter() - started, 2)
+    reader, writer = sqlite3.connect(db_path), sqlite3.connect(db_path)
+    writer.execute("PRAGMA journal_mode=WAL")
+    writer.execute("PRAGMA synchronous=OFF")
+    # Resumable: a load stopped here goes on after the last stored embedding.
+    after = reader.execute("SELECT coalesce(max(ref_id), 0) FROM embeddings WHERE collection = 'episodes'").fetchone()[0]
+    cursor = reader.execute("SELECT id, user_message, ai_response FROM episodes WHERE id > ? ORDER BY id", (after,))
+    done = after
+    with ProcessPoolExecutor(max_workers=min(2, os.cpu_count() or 1)) as pool:
+        while rows := cursor.fetchmany(EMBED_BATCH):
+            texts = [(i, f"User: {u}\nAssistant: {a}") for i, u, a in rows]
+            chunks = [texts[k:k + 1_000] for k in range(0, len(texts), 1_000)]
+            blobs = [blob for part in pool.map(_embed_chunk, chunks) for blob in part]
+            with writer:
+                writer.executemany(
+                    "INSERT OR REPLACE INTO embeddings(collection, ref_id, model_id, vector) VALUES ('episodes', ?, ?, ?)",
+                    [(i, model_id, b) for i, b in blobs])
+            done += len(rows)
+            if done % 100_000 == 0:
+                log(f"  embeddings: {done:,} ({time.perf_counter() - started:.0f} s)")
+    reader.close()
+    writer.close()
+    return time.perf_counter() - started
 
 
-def ensure_store(scale: str, log=print) -> dict:
-    """The manifest of ``scale``'s store, loading it first if it is missing or unfinished."""
+async def build_index(db_path: Path, qdrant_path: Path) -> dict:
+    """Build the vector index from the stored embeddings alone, as the service heals a lost index.
+
+    A fresh ``IndexManager`` over an empty ``QDRANT_PATH``, its embedder down all along, is timed
+    from ``start()`` to ``consistent``: the same code path (generation manifest, child-process
+    HNSW build) as a service whose index was lost. This is issue 10's "rebuild from stored
+    embeddings" figure at the store's size.
+    """
+    store = SqliteStore.open(str(db_path))
+    catalog = SqliteIndexCatalog(store.database)
+    index = QdrantEdgeIndex(qdrant_path)
+    down = FakeEmbedder(DIMENSION, model=MODEL.model)
+    down.go_down()  # the rebuild must not need the embedder
+    manager = IndexManager(index, catalog, store, down, MODEL.embedder, check_seconds=0.2)
+    manager.model = MODEL
+    phases: dict[str, float] = {}
+    began = time.perf_counter()
+    await manager.start()
+    manager.run()
+    while (status := manager.status())["status"] != "consistent":
+        for name, item in status.get("collections", {}).items():
+            phase = (item.get("progress") or {}).get("phase")
+            if phase and f"{name}:{phase}" not in phases:
+                phases[f"{name}:{phase}"] = round(time.perf_counter() - began, 1)
+        await asyncio.sleep(0.2)
+    seconds = time.perf_counter() - began
+    points = await manager.count("episodes")
+    await manager.close()
+    await index.close()
+    await store.close()
+    return {"seconds": round(seconds, 1), "points": points, "phases_started_at_s": phases,
+            "embedder": "down (FakeEmbedder.go_down): built from SQLite alone"}
+
+
+def episodes_shard(qdrant_path: Path) -> Path:
+    """The active episodes generation's shard directory (``episodes-<store>-<token>``)."""
+    found = sorted(p for p in qdrant_path.glob("episodes-*") if p.is_dir())
+    if len(found) != 1:
+        raise RuntimeError(f"expected one episodes generation under {qdrant_path}, found {found}")
+    return found[0]
+
+
+def ensure_store(scale: str, log=print, index: bool = True) -> dict:
+    """The manifest of ``scale``'s store, loading it first if it is missing, unfinished or of an older layout.
+
+    ``index=False`` stops after the stored embeddings (no HNSW build: hours at 1M on a small
+    shared machine); such a store serves the SQLite-only rows (``run.py --sqlite-only``). A later
+    call with ``index=True`` builds the index of a store loaded that way, from its stored embeddings.
+    """
     found = manifest(scale)
-    if found is not None:
-        found["index_refresh_s"] = refresh_index(scale_dir(scale) / "memory.db.qdrant", found["dimension"])
-        if found["index_refresh_s"] > 1:
-            log(f"  the {scale} vector index was rebuilt for the current HNSW settings"
-                f" in {found['index_refresh_s']} s (once; the result is kept)")
-        return found
-    episodes = SCALES[scale]
     target = scale_dir(scale)
-    shutil.rmtree(target, ignore_errors=True)
-    target.mkdir(parents=True)
     db_path, qdrant_path = target / "memory.db", target / "memory.db.qdrant"
-    log(f"loading the {scale} store ({episodes} episodes) into {target} ...")
-    gen = TextGenerator()
-    sessions, sql_seconds = asyncio.run(_load_sqlite(db_path, episodes, gen))
-    log(f"  sqlite: {sql_seconds:.1f} s ({episodes / sql_seconds:,.0f} episodes/s)")
-    upsert_seconds, build_seconds = asyncio.run(_load_vectors(db_path, qdrant_path))
-    log(f"  qdrant edge: upsert {upsert_seconds:.1f} s, HNSW build {build_seconds:.1f} s")
-    found = {
-        "scale": scale, "episodes": episodes, "sessions": sessions, "dimension": DIMENSION, "seed": SEED,
-        "load_seconds": {"sqlite": round(sql_seconds, 1), "vector_upsert": round(upsert_seconds, 1),
-                         "hnsw_build": round(build_seconds, 1)},
-        "loaded_at": datetime.now(UTC).isoformat(timespec="seconds"),
-    }
-    (target / "ready.json").write_text(json.dumps(found, indent=2))
+    if found is None or found.get("layout") != LAYOUT or found.get("dimension") != DIMENSION:
+        episodes = SCALES[scale]
+        sqlite_marker = target / "sqlite-ready.json"
+        if sqlite_marker.is_file() and json.loads(sqlite_marker.read_text()).get("layout") == LAYOUT:
+            sessions, sql_seconds = (json.loads(sqlite_marker.read_text())[k] for k in ("sessions", "seconds"))
+            log(f"resuming the {scale} store in {target} after its SQLite load ...")
+        else:
+            shutil.rmtree(target, ignore_errors=True)
+            target.mkdir(parents=True)
+            log(f"loading the {scale} store ({episodes} episodes) into {target} ...")
+            gen = TextGenerator()
+            sessions, sql_seconds = asyncio.run(_load_sqlite(db_path, episodes, gen))
+            log(f"  sqlite: {sql_seconds:.1f} s ({episodes / sql_seconds:,.0f} episodes/s)")
+            sqlite_marker.write_text(json.dumps({"layout": LAYOUT, "sessions": sessions, "seconds": sql_seconds}))
+        embed_seconds = _store_embeddings(db_path, log)
+        log(f"  stored embeddings (hash, {DIMENSION}-d, 2 processes): {embed_seconds:.1f} s")
+        found = {
+            "scale": scale, "episodes": episodes, "sessions": sessions, "dimension": DIMENSION, "seed": SEED,
+            "layout": LAYOUT, "model": {"embedder": MODEL.embedder, "model": MODEL.model},
+            "load_seconds": {"sqlite": round(sql_seconds, 1), "stored_embeddings": round(embed_seconds, 1)},
+            "indexed": False, "loaded_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        }
+        (target / "ready.json").write_text(json.dumps(found, indent=2))
+    if index and not found.get("indexed"):
+        shutil.rmtree(qdrant_path, ignore_errors=True)
+        loadavg = round(os.getloadavg()[0], 2)
+        built = asyncio.run(build_index(db_path, qdrant_path))
+        built["loadavg_1m_before"], built["loadavg_1m_after"] = loadavg, round(os.getloadavg()[0], 2)
+        log(f"  vector index rebuilt from stored embeddings: {built['seconds']} s ({built['points']} points)")
+        found["load_seconds"]["index_from_stored"] = built["seconds"]
+        found.update(indexed=True, rebuild_from_stored=built)
+        found["bytes"] = {"file": db_path.stat().st_size,
+                          "qdrant_allocated": sum(p.stat().st_blocks * 512 for p in qdrant_path.rglob("*") if p.is_file())}
+        (target / "ready.json").write_text(json.dumps(found, indent=2))
     return found
 
 
@@ -215,10 +297,16 @@ def scratch_copy(scale: str) -> Path:
     shutil.rmtree(scratch, ignore_errors=True)
     scratch.mkdir(parents=True)
     shutil.copy2(source / "memory.db", scratch / "memory.db")
-    shutil.copytree(source / "memory.db.qdrant", scratch / "memory.db.qdrant")
+    if (source / "memory.db.qdrant").is_dir():
+        shutil.copytree(source / "memory.db.qdrant", scratch / "memory.db.qdrant")
     return scratch
 
 
 if __name__ == "__main__":
-    for name in sys.argv[1:] or ["10k"]:
-        print(json.dumps(ensure_store(name), indent=2))
+    # bench/load.py 10k 100k [--no-index 1m]: the scales after --no-index get no vector index.
+    names, build = sys.argv[1:] or ["10k"], True
+    for name in names:
+        if name == "--no-index":
+            build = False
+            continue
+        print(json.dumps(ensure_store(name, index=build), indent=2))

@@ -194,7 +194,8 @@ def summarise_profile(path: Path, top: int = 12) -> dict:
 
 # -- one scale -------------------------------------------------------------------------------------
 def bench_scale(scale: str, wrk_binary: str, args, queries_file: Path, words_file: Path, queries: list[str]) -> dict:
-    manifest = load.ensure_store(scale, log)
+    sqlite_only = scale in args.sqlite_only
+    manifest = load.ensure_store(scale, log, index=not sqlite_only)
     scratch = load.scratch_copy(scale)
     db, qdrant = scratch / "memory.db", scratch / "memory.db.qdrant"
     n, sessions = manifest["episodes"], manifest["sessions"]
@@ -208,13 +209,16 @@ def bench_scale(scale: str, wrk_binary: str, args, queries_file: Path, words_fil
     texts = [(gen.sentence(6, 24), gen.sentence(12, 48)) for _ in range(5_000)]
     out["ceiling"] = {
         **ceiling.raw_reads(db, n, sessions, queries, seconds),
-        **ceiling.raw_vector_search(qdrant, manifest["dimension"], queries, seconds),
+        **({} if sqlite_only else ceiling.raw_vector_search(qdrant, manifest["dimension"], queries, seconds)),
         "insert": ceiling.raw_insert(db, sessions, texts, seconds),
         "insert_with_outbox": ceiling.raw_insert_with_outbox(db, sessions, texts, seconds),
     }
 
     log(f"[{scale}] starting the server")
-    server = Server(scratch, {}, probe_path="/episodes/1")
+    # SQLite-only: the store has no vector index, and building one (hours at 1M here) must not run
+    # under the rows; a disk reserve above any free space makes the index manager wait instead.
+    server = Server(scratch, {"INDEX_DISK_RESERVE_MB": str(10**9)} if sqlite_only else {}, probe_path="/episodes/1")
+    out["sqlite_only"] = sqlite_only
     out["startup_s"] = server.startup_s
     out["memory"] = {"idle": rss_mb(server.pid)}
     wrk = Wrk(wrk_binary, {"BENCH_MAX_ID": str(n), "BENCH_SESSIONS": str(sessions),
@@ -227,11 +231,15 @@ def bench_scale(scale: str, wrk_binary: str, args, queries_file: Path, words_fil
             ("GET /episodes/:id", "get_episode.lua", 8),
             ("GET /sessions/:id/episodes", "session_episodes.lua", 8),
             ("GET /episodes/search", "keyword_search.lua", 8),
+            ("GET /episodes/search c1", "keyword_search.lua", 1),  # latency without queueing
             ("POST /search", "hybrid_search.lua", 8),
+            ("POST /search c1", "hybrid_search.lua", 1),
             ("POST /episodes c1", "post_episode.lua", 1),
             ("POST /episodes c8", "post_episode.lua", 8),
             ("POST /episodes c32", "post_episode.lua", 32),
         ]
+        if sqlite_only:  # no index: no hybrid rows, and writes would only queue vector work
+            plan = [row for row in plan if row[1] not in ("hybrid_search.lua", "post_episode.lua")]
         for name, script, conns in plan:
             log(f"[{scale}] {name} ({conns} connections, {args.duration:g} s)")
             rows[name] = wrk.run(server.url, script, conns, args.duration, server.pid)
@@ -250,15 +258,64 @@ def bench_scale(scale: str, wrk_binary: str, args, queries_file: Path, words_fil
                 if script == "post_episode.lua":
                     server.wait_for_backlog(120)
         if args.soak_seconds > 0 and scale == args.soak_scale:
-            before = rss_mb(server.pid)
-            log(f"[{scale}] mixed soak, {args.soak_seconds} s")
-            soak = wrk.run(server.url, "mixed.lua", 8, args.soak_seconds, server.pid)
-            server.wait_for_backlog(120)
-            out["soak"] = {**soak, "seconds": args.soak_seconds, "rss_before": before, "rss_after": rss_mb(server.pid)}
+            out["soak"] = soak(server, wrk, args.soak_seconds)
     finally:
         server.stop()
     out["rows"] = rows
     shutil.rmtree(scratch, ignore_errors=True)
+    return out
+
+
+def soak(server: Server, wrk: Wrk, seconds: int, segment: int = 60) -> dict:
+    """``mixed.lua`` at 8 connections for ``seconds``, in segments of ``segment`` seconds.
+
+    Each segment records its own req/s, p50/p99 and the server's RSS after it, so growth shows as
+    a trend (first vs last segment), not just one number at the end. The mix writes (15 % POST
+    /episodes), so the store grows during the soak; RSS growth is read against that.
+    """
+    before = rss_mb(server.pid)
+    log(f"  mixed soak, {seconds} s in segments of {segment} s")
+    segments, done = [], 0
+    while done < seconds:
+        length = min(segment, seconds - done)
+        row = wrk.run(server.url, "mixed.lua", 8, length, server.pid)
+        done += length
+        segments.append({**row, "at_s": done, "rss": rss_mb(server.pid)})
+    server.wait_for_backlog(120)
+    first, last = segments[0], segments[-1]
+    requests = sum(x["requests"] for x in segments)
+    return {"seconds": seconds, "segment_s": segment, "requests": requests, "req_per_s": round(requests / seconds, 1),
+            "errors": sum(x["errors"] for x in segments), "rss_before": before, "rss_after": rss_mb(server.pid),
+            "first": {k: first[k] for k in ("req_per_s", "p50_ms", "p99_ms", "loadavg_1m_after")},
+            "last": {k: last[k] for k in ("req_per_s", "p50_ms", "p99_ms", "loadavg_1m_after")},
+            "p50_last_over_first": round(last["p50_ms"] / first["p50_ms"], 3),
+            "rss_growth_mb": round(last["rss"]["rss_mb"] - first["rss"]["rss_mb"], 1),
+            "segments": segments}
+
+
+# -- the vector index as a cache of SQLite (issue 10) ----------------------------------------------
+def bench_index(scales: list[dict], reembed_sample: int, bulk_episodes: int) -> dict:
+    """Rebuild from stored embeddings (timed when each store was loaded: bench/load.py builds its
+    index with the service's IndexManager from SQLite alone, the embedder down), the re-embedding
+    it spared (the default local model's rate on a sample, extrapolated), and the degraded share
+    of ``POST /search`` during a 0 -> ``bulk_episodes`` bulk load (bench/index_bench.py)."""
+    import index_bench
+
+    out: dict = {"rebuild_from_stored": {s["scale"]: {**load.manifest(s["scale"])["rebuild_from_stored"],
+                                                     "episodes": s["episodes"]}
+                                         for s in scales if "rebuild_from_stored" in load.manifest(s["scale"])}}
+    if reembed_sample > 0:
+        log(f"re-embedding rate of the default local model on {reembed_sample} texts")
+        rate = index_bench.reembed_rate(reembed_sample)
+        counts = {s["scale"]: s["episodes"] for s in scales}
+        out["reembed"] = {**rate, "extrapolated": index_bench.extrapolate(rate, counts)}
+    if bulk_episodes > 0:
+        log(f"bulk load 0 -> {bulk_episodes} episodes with POST /search every 200 ms")
+        work = Path(tempfile.mkdtemp(prefix="bulk-", dir=load.DATA))
+        try:
+            out["bulk_load"] = index_bench.bulk_load(work, bulk_episodes)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
     return out
 
 
@@ -304,12 +361,14 @@ def bench_drain(count: int, profile: bool = False) -> dict:
                          "200", "--threads", "--format", "raw", "--nonblocking", "-o",
                          str(PROFILES / "drain.txt")], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
                 started = time.perf_counter()
+                cpu_before = cpu_seconds(server.pid)
                 for start in range(0, count, 1000):
                     chunk = [{**e, "sessionId": session} for e in episodes[start:start + 1000]]
                     client.post("/episodes/batch", json={"episodes": chunk}).raise_for_status()
                 posted = time.perf_counter() - started
                 waited = server.wait_for_backlog(600)
                 elapsed = time.perf_counter() - started
+                server_cpu = cpu_seconds(server.pid) - cpu_before
                 pending = server.health()["components"]["embeddingBacklog"]["pending"]
                 if spy is not None:
                     spy.wait(timeout=60)
@@ -323,13 +382,17 @@ def bench_drain(count: int, profile: bool = False) -> dict:
     extra = {"profile": summarise_profile(PROFILES / "drain.txt")} if profile else {}
     return {**extra, "episodes": count, "post_seconds": round(posted, 2), "drain_seconds": round(elapsed, 2),
             "waited_after_post_s": waited, "pending_at_end": pending, "drain_per_s": round(rate, 1),
-            "embedder_direct_per_s": round(direct, 1), "ratio": round(rate / direct, 3)}
+            "embedder_direct_per_s": round(direct, 1), "ratio": round(rate / direct, 3),
+            # CPU the server spent per episode (POST + worker + stored embedding + index write):
+            # steadier than the rates on a shared machine.
+            "server_cpu_ms_per_episode": round(1e3 * server_cpu / count, 3),
+            "loadavg_1m_after": round(os.getloadavg()[0], 2)}
 
 
 # -- the table -------------------------------------------------------------------------------------
 CEILING_OF = {
     "GET /episodes/:id": "get_episode", "GET /sessions/:id/episodes": "session_episodes",
-    "GET /episodes/search": "fts_query", "POST /episodes c1": "insert", "POST /episodes c8": "insert",
+    "GET /episodes/search": "fts_query", "GET /episodes/search c1": "fts_query", "POST /episodes c1": "insert", "POST /episodes c8": "insert",
     "POST /episodes c32": "insert",
 }
 
@@ -347,7 +410,7 @@ def table(record: dict) -> str:
     for s in record["scales"]:
         c = s["ceiling"]
         for name, row in s["rows"].items():
-            top = hybrid_ceiling(c) if name == "POST /search" else c[CEILING_OF[name]]["ops_per_s"]
+            top = hybrid_ceiling(c) if name.startswith("POST /search") else c[CEILING_OF[name]]["ops_per_s"]
             row["ceiling_per_s"], row["ratio"] = round(top, 1), round(row["req_per_s"] / top, 3)
             lines.append(f"{s['scale']:>5} {name:<31} {row['req_per_s']:>9.1f} {row['p50_ms']:>8.2f} "
                          f"{row['p99_ms']:>8.2f} {row['errors']:>6} {top:>10.1f} {row['ratio']:>6.2f} "
@@ -356,10 +419,14 @@ def table(record: dict) -> str:
                            ("fts_query", "FTS5 AND top 10"), ("fts_recall_top50", "FTS5 OR top 50"),
                            ("fetch_100_by_id", "fetch 100 by id"), ("edge_search", "Edge search top 50"),
                            ("hash_embed", "hash-embed a query")):
+            if key not in c:
+                continue
             r = c[key]
             lines.append(f"{s['scale']:>5} {'  raw ' + label:<31} {r['ops_per_s']:>9.1f} {r['p50_ms']:>8.3f} "
                          f"{r['p99_ms']:>8.3f} {'':>6} {'':>10} {'':>6}")
         mem = s["memory"]
+        if s.get("sqlite_only"):
+            lines.append(f"{s['scale']:>5}   SQLite-only: no vector index in this store (hybrid and POST rows not run)")
         lines.append(f"{s['scale']:>5} {'  startup to 1st answer':<31} {s['startup_s']:>8.2f}s"
                      f"   (load average before this scale: {s['loadavg_1m_before']}, {os.cpu_count()} CPUs)")
         lines.append(f"{s['scale']:>5} {'  RSS idle / after rows':<31} {mem['idle']['rss_mb']:>7.0f}MB "
@@ -367,13 +434,63 @@ def table(record: dict) -> str:
         if "soak" in s:
             k = s["soak"]
             lines.append(f"{s['scale']:>5} {'  soak ' + str(k['seconds']) + ' s mixed c8':<31} {k['req_per_s']:>9.1f} "
-                         f"{k['p50_ms']:>8.2f} {k['p99_ms']:>8.2f} {k['errors']:>6}   RSS {k['rss_before']['rss_mb']:.0f}"
-                         f" -> {k['rss_after']['rss_mb']:.0f} MB")
+                         f"{k['first']['p50_ms']:>8.2f} {k['first']['p99_ms']:>8.2f} {k['errors']:>6}   first minute;"
+                         f" last: p50 {k['last']['p50_ms']:.2f} p99 {k['last']['p99_ms']:.2f} ms;"
+                         f" RSS {k['rss_before']['rss_mb']:.0f} -> {k['rss_after']['rss_mb']:.0f} MB")
     if record.get("drain"):
         d = record["drain"]
         lines.append(f"{'-':>5} {'embedding backlog drain':<31} {d['drain_per_s']:>9.1f} {'':>8} {'':>8} "
                      f"{d['pending_at_end']:>6} {d['embedder_direct_per_s']:>10.1f} {d['ratio']:>6.2f}")
+    if record.get("index"):
+        lines += index_lines(record["index"])
+    lines += check_lines(record)
     return "\n".join(lines)
+
+
+def index_lines(index: dict) -> list[str]:
+    lines = ["", "vector index (issue 10)"]
+    reembed = index.get("reembed", {})
+    for scale, r in index["rebuild_from_stored"].items():
+        guess = reembed.get("extrapolated", {}).get(scale)
+        instead = (f"; re-embedding with {reembed['model']} instead: ~{guess['reembed_seconds_extrapolated']:,.0f} s"
+                   f" (extrapolated from {reembed['per_s']}/s on {reembed['sample']} texts)") if guess else ""
+        lines.append(f"  rebuild {scale} ({r['points']:,} vectors) from stored embeddings, embedder down:"
+                     f" {r['seconds']:,} s (load average {r.get('loadavg_1m_before')}){instead}")
+    for scale, guess in reembed.get("extrapolated", {}).items():
+        if scale not in index["rebuild_from_stored"]:
+            lines.append(f"  re-embedding {scale} ({guess['episodes']:,}) with {reembed['model']}: ~"
+                         f"{guess['reembed_seconds_extrapolated']:,.0f} s (extrapolated; no index built at this scale)")
+    if "bulk_load" in index:
+        b = index["bulk_load"]
+        lines.append(f"  bulk load 0 -> {b['episodes']:,}: {b['samples']} POST /search samples, degraded by the index"
+                     f" {b['degradedByIndex']} ({100 * b['degradedShare']:.2f} %; target 0), index builds {b['builds']},"
+                     f" search p50/p99 {b['searchMsP50']}/{b['searchMsP99']} ms, load {b['loadSeconds']} s")
+    return lines
+
+
+def check_lines(record: dict) -> list[str]:
+    """The scale targets of issue 15 (item 3), each against its figure in this run."""
+    lines = ["", "scale targets (issue 15)"]
+    for s in record["scales"]:
+        rows = s["rows"]
+        for name, what, target in (("GET /episodes/search", "keyword", "< 20 ms at 1m"),
+                                   ("POST /search", "hybrid", "< 25 ms at 1m, HNSW built")):
+            if name in rows and f"{name} c1" in rows:
+                lines.append(f"  {s['scale']:>5} {what} {name} p50 {rows[name + ' c1']['p50_ms']:.2f} ms at 1 connection,"
+                             f" {rows[name]['p50_ms']:.2f} ms at 8 (target {target}; load average"
+                             f" {rows[name + ' c1']['loadavg_1m_after']})")
+        mem = s["memory"]
+        lines.append(f"  {s['scale']:>5} RSS idle {mem['idle']['rss_mb']:.0f} MB, after the rows"
+                     f" {mem['after_rows']['rss_mb']:.0f} MB")
+        if "soak" in s:
+            k = s["soak"]
+            lines.append(f"  {s['scale']:>5} soak {k['seconds']} s: p50 last/first {k['p50_last_over_first']},"
+                         f" RSS first->last segment {k['rss_growth_mb']:+.1f} MB")
+    if record.get("drain"):
+        d = record["drain"]
+        lines.append(f"  drain {d['drain_per_s']}/s = {d['ratio']:.2f} x the embedder's own {d['embedder_direct_per_s']}/s"
+                     f" (target >= 0.8)")
+    return lines
 
 
 def main() -> None:
@@ -384,9 +501,16 @@ def main() -> None:
     parser.add_argument("--soak-scale", default=None, help="default: the largest scale run")
     parser.add_argument("--drain-episodes", type=int, default=10_000, help="0 skips the backlog-drain row")
     parser.add_argument("--profile", action="store_true", help="extra rows under py-spy (pip install py-spy)")
+    parser.add_argument("--bulk-load", type=int, default=100_000,
+                        help="episodes in the 0 -> N bulk load with /search sampled every 200 ms (0: skip)")
+    parser.add_argument("--reembed-sample", type=int, default=512,
+                        help="texts to time the default local embedder on, to extrapolate re-embedding (0: skip)")
+    parser.add_argument("--sqlite-only", default="", help="scales run without a vector index (SQLite rows only)")
+    parser.add_argument("--tag", default="", help="appended to the results file name")
     parser.add_argument("--peer-rounds", type=int, default=2, help="rounds beside the Node.js original (0: none)")
     args = parser.parse_args()
     scales = [s.strip().lower() for s in args.scales.split(",") if s.strip()]
+    args.sqlite_only = {s.strip().lower() for s in args.sqlite_only.split(",") if s.strip()}
     unknown = [s for s in scales if s not in load.SCALES]
     if unknown:
         parser.error(f"unknown scale(s) {unknown}; choose from {list(load.SCALES)}")
@@ -401,15 +525,26 @@ def main() -> None:
         queries_file.write_text("\n".join(queries) + "\n")
         words_file.write_text("\n".join(gen.words[:3000]) + "\n")
         started = datetime.now(UTC)
+        target = RESULTS / f"{started.strftime('%Y%m%dT%H%M%SZ')}{'-' + args.tag if args.tag else ''}.json"
         record = {
             "command": " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]), "started": started.isoformat(timespec="seconds"),
             "machine": {"python": platform.python_version(), "platform": platform.platform(), "cpus": os.cpu_count()},
             "settings": {"duration_s": args.duration, "wrk_threads": 1, "embedder": "hash", "dimension": load.DIMENSION},
-            "scales": [bench_scale(s, wrk_binary, args, queries_file, words_file, queries) for s in scales],
+            "scales": [],
         }
+
+        def save() -> None:  # after every phase: a long run that dies late keeps what it measured
+            target.write_text(json.dumps(record, indent=2))
+
+        for scale in scales:
+            record["scales"].append(bench_scale(scale, wrk_binary, args, queries_file, words_file, queries))
+            save()
+    record["index"] = bench_index(record["scales"], args.reembed_sample, args.bulk_load)
+    save()
     if args.drain_episodes > 0:
         log("embedding backlog drain against a fake Ollama server")
         record["drain"] = bench_drain(args.drain_episodes, args.profile)
+        save()
     if args.peer_rounds > 0:
         import peer  # imports this module's Server and Wrk, so only once main() runs
 
@@ -419,8 +554,8 @@ def main() -> None:
     if record.get("peer"):
         text += "\n\n" + record["peer"].pop("table")
     print(text)
-    target = RESULTS / f"{started.strftime('%Y%m%dT%H%M%SZ')}.json"
-    target.write_text(json.dumps(record, indent=2))
+    record["table"] = text
+    save()
     print(f"\nwritten to {target.relative_to(ROOT)}")
 
 

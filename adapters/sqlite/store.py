@@ -50,4 +50,3 @@ class SqliteStore:
         await self.operations.close()
 
 
-SqliteMemoryStore = SqliteStore  # the name before the store was split into rooms
