@@ -70,6 +70,8 @@ class _Row(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
 class SessionRow(_Row, kw_only=True):
     external_id: Name
     updated_at: Stamp
+    user_id: Name | None = None
+    agent_id: Name | None = None
 
 
 class EpisodeRow(_Row, kw_only=True):
@@ -77,6 +79,9 @@ class EpisodeRow(_Row, kw_only=True):
     user_message: Text
     ai_response: Text
     token_count: Count | None = None
+    user_id: Name | None = None
+    agent_id: Name | None = None
+    expires_at: Stamp | None = None
 
 
 class EntityRow(_Row, kw_only=True):
@@ -84,12 +89,15 @@ class EntityRow(_Row, kw_only=True):
     type: Name
     notes: Text | None = None
     updated_at: Stamp
+    user_id: Name | None = None
+    expires_at: Stamp | None = None
 
 
 class RelationshipRow(_Row, kw_only=True):
     from_id: Id
     to_id: Id
     label: Name
+    user_id: Name | None = None
 
 
 class SummaryRow(_Row, kw_only=True):
@@ -99,11 +107,14 @@ class SummaryRow(_Row, kw_only=True):
     last_episode_id: Id | None = None
     episode_count: Count = 0
     token_count: Count | None = None
+    user_id: Name | None = None
+    agent_id: Name | None = None
+    expires_at: Stamp | None = None
 
 
 ROW_TYPES: dict[str, type[_Row]] = {"sessions": SessionRow, "episodes": EpisodeRow, "entities": EntityRow,
                                     "relationships": RelationshipRow, "summaries": SummaryRow}
-_STAMPS = ("created_at", "updated_at")
+_STAMPS = ("created_at", "updated_at", "expires_at")
 # The services' text rules per column (wire name, longest, may be empty): no NUL, names not blank.
 _TEXTS = {"external_id": ("externalId", MAX_NAME, False), "name": ("name", MAX_NAME, False),
           "type": ("type", MAX_NAME, False), "label": ("label", MAX_NAME, False),
@@ -149,7 +160,7 @@ def validated_row(table: str, row: dict[str, Any], number: int) -> dict[str, Any
         raise BackupError(f"line {number}: {table} row {values['id']}: {exc.message}") from None
     values["metadata"] = json.dumps(metadata, ensure_ascii=False, separators=(",", ":"))
     for name in _STAMPS:
-        if name in values:
+        if values.get(name) is not None:
             try:
                 values[name] = format_timestamp(parse_timestamp(values[name]))
             except ValueError as exc:

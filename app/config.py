@@ -131,6 +131,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
         default=300.0, name="INDEX_VERIFY_SECONDS")
     index_check_seconds: Annotated[float, _doc("how often the manager looks for work", ge=0.05)] = field(
         default=5.0, name="INDEX_CHECK_SECONDS")
+    expiry_sweep_seconds: Annotated[float, _doc("seconds between purges of expired records", ge=0.05)] = field(
+        default=60.0, name="EXPIRY_SWEEP_SECONDS")
     index_optimize_every: Annotated[int, _doc("points before an index build", ge=1, le=2**31)] = field(
         default=5_000, name="INDEX_OPTIMIZE_EVERY")
     index_inline_build_points: Annotated[int, _doc("largest shard built in place", ge=0, le=2**31)] = field(

@@ -40,7 +40,7 @@ from domain.index_manager import IndexManager
 from domain.indexing import IndexingService
 from domain.ranking import RankerConfig
 from domain.retrieval import SearchService
-from domain.services import EntityService, EpisodeService, SessionService, SummaryService
+from domain.services import EntityService, EpisodeService, ExpiryService, SessionService, SummaryService, UserService
 
 log = logging.getLogger("nexusai.app")
 
@@ -134,6 +134,12 @@ async def _running_monitor(monitor, *outlives) -> AsyncIterator:
             log.exception("stopping the health monitor failed")
 
 
+def _expiry_sweeper(expiry, seconds: float):
+    from app.expiry import ExpirySweeper
+
+    return ExpirySweeper(expiry, seconds)
+
+
 def _health_monitor(container):
     from app.health import standard_monitor  # health imports litestar: only the app needs it
 
@@ -218,6 +224,10 @@ class Container(containers.DeclarativeContainer):
     episodes = providers.Singleton(EpisodeService, store)
     entities = providers.Singleton(EntityService, store)
     summaries = providers.Singleton(SummaryService, store)
+    users = providers.Singleton(UserService, store)
+    expiry = providers.Singleton(ExpiryService, store)
+    expiry_sweeper = providers.Singleton(_expiry_sweeper, expiry,
+                                         providers.Callable(_setting("expiry_sweep_seconds"), settings))
     indexing = providers.Singleton(IndexingService, store, index_manager, embedder,
                                    max_attempts=providers.Callable(_setting("embedding_max_attempts"), settings))
     # The app's metrics: SearchService gets their leg observer when it is built (a hook wired
@@ -241,6 +251,7 @@ class Container(containers.DeclarativeContainer):
     worker_running = providers.Resource(_running_worker, worker, providers.Callable(_setting("worker_enabled"), settings),
                                         index_manager_resource)
     health_running = providers.Resource(_running_monitor, health, worker_running)
+    expiry_running = providers.Resource(_running_monitor, expiry_sweeper, store_resource)
 
 
 def build_container(settings: Settings) -> Container:

@@ -43,7 +43,7 @@ def domain_error(_: Request, exc: DomainError) -> Response[ErrorBody]:
 
 _MISSING_FIELD = re.compile(r"missing required field `([^`]+)`")
 _UNKNOWN_FIELD = re.compile(r"unknown field `([^`]+)`")
-_NAMED_FIELD = re.compile(r"^(createdAt|since|until): ")
+_NAMED_FIELD = re.compile(r"^(createdAt|expiresAt|since|until): ")
 _MISSING_PARAM = re.compile(r"Missing required \w+ parameter '([^']+)'")
 
 

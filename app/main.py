@@ -27,6 +27,7 @@ from app.routes.episodes import EpisodeController
 from app.routes.retrieval import RetrievalController
 from app.routes.sessions import SessionController
 from app.routes.summaries import SummaryController
+from app.routes.users import UserController
 from app.startup import report_embedder, report_store_and_index
 from domain.errors import EmbeddingError, Invalid
 
@@ -93,6 +94,7 @@ def create_app(settings: Settings, container: Container | None = None) -> Litest
             embedder_report = asyncio.create_task(report_embedder(container), name="embedder start-up report")
             await container.worker_running()  # started unless EMBEDDING_WORKER=false
             await container.health_running()
+            await container.expiry_running()  # purges expired records every EXPIRY_SWEEP_SECONDS
             async with mcp_sessions.run():
                 yield
         finally:
@@ -107,7 +109,7 @@ def create_app(settings: Settings, container: Container | None = None) -> Litest
     app = Litestar(
         route_handlers=[
             *HEALTH_ROUTES, SessionController, EpisodeController, EntityController, RelationshipController,
-            SummaryController, RetrievalController, metrics, docs_asset, mcp_endpoint,
+            SummaryController, UserController, RetrievalController, metrics, docs_asset, mcp_endpoint,
         ],
         dependencies=dependencies(container),
         guards=[ids_are_digits],

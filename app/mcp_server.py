@@ -31,13 +31,15 @@ from app.cursor_pages import EpisodeCursorPage
 from app.schemas import (
     EntityOut, EpisodeOut, EpisodePage, RelationshipOut, SessionOut, SessionPage, context_out, search_out, wire,
 )
+from domain.record_kinds import Source
 from domain.errors import Conflict, DomainError, NotFound
 from domain.listing import MAX_CURSOR
 from domain.limits import (
     MAX_ID, MAX_LIMIT, MAX_NAME, MAX_QUERY, MAX_RECENT_EPISODES, MAX_RELEVANT, MAX_SEARCH_LIMIT, MAX_SOURCES, MAX_TEXT,
     MAX_TOKEN_BUDGET,
 )
-from domain.models import NewEntity, NewEpisode, NewRelationship, Session
+from domain.filters import parse_filter
+from domain.models import NewEntity, NewEpisode, NewRelationship, Owner, Session
 from domain.retrieval import SearchQuery
 
 log = logging.getLogger("nexusai.mcp")
@@ -56,7 +58,7 @@ Query = Annotated[str, Field(min_length=1, max_length=MAX_QUERY)]
 Name = Annotated[str, Field(min_length=1, max_length=MAX_NAME)]
 EntityId = Annotated[int, Field(ge=1, le=MAX_ID)]
 Metadata = dict[str, Any] | None
-SourceName = Literal["episodes", "entities", "summaries"]
+SourceName = Source  # the record kinds, from the one table in domain/record_kinds.py
 Result = dict[str, Any]
 
 READ = ToolAnnotations(readOnlyHint=True, idempotentHint=True, openWorldHint=False)
@@ -91,25 +93,27 @@ def build_server(container: Container, wrote: Callable[[], None] = lambda: None)
     server = MCPServer("nexusai-memory", title="NexusAI Memory", instructions=INSTRUCTIONS, version="0.1.0")
     sessions, episodes, entities = container.sessions(), container.episodes(), container.entities()
 
-    async def session_named(external_id: str, *, create: bool = False) -> Session:
+    async def session_named(external_id: str, *, create: bool = False, owner: Owner = Owner()) -> Session:
         try:
             return await sessions.by_external_id(external_id)
         except NotFound:
             if not create:
                 raise NotFound(f"session {external_id!r} does not exist; `remember` creates it") from None
         try:
-            return await sessions.create(external_id, {})
+            return await sessions.create(external_id, {}, owner)
         except Conflict:  # created meanwhile by a concurrent call
             return await sessions.by_external_id(external_id)
 
     @server.tool(annotations=WRITE)
     @guarded
     async def remember(session: ExternalId, user_message: Text, ai_response: Text, metadata: Metadata = None,
-                       token_count: Annotated[int, Field(ge=0)] | None = None) -> Result:
+                       token_count: Annotated[int, Field(ge=0)] | None = None, user_id: Name | None = None,
+                       agent_id: Name | None = None) -> Result:
         """Store one exchange (the user's message and your reply) in the conversation `session`,
-        creating the session on first use. It becomes searchable at once by keyword, and by meaning
-        as soon as it is embedded."""
-        found = await session_named(session, create=True)
+        creating the session on first use (owned by `user_id` / `agent_id` when given: a session's
+        owner is set once). It becomes searchable at once by keyword, and by meaning as soon as it
+        is embedded."""
+        found = await session_named(session, create=True, owner=Owner(user_id, agent_id))
         episode = await episodes.add(NewEpisode(session_id=found.id, user_message=user_message,
                                                 ai_response=ai_response, token_count=token_count,
                                                 metadata=metadata or {}))
@@ -120,35 +124,43 @@ def build_server(container: Container, wrote: Callable[[], None] = lambda: None)
     @guarded
     async def search(query: Query, session: ExternalId | None = None, limit: Annotated[int, Field(ge=1, le=MAX_SEARCH_LIMIT)] = 10,
                      sources: Annotated[list[SourceName], Field(min_length=1, max_length=MAX_SOURCES)] | None = None,
-                     ranker: Name | None = None) -> Result:
+                     ranker: Name | None = None, user_id: Name | None = None, agent_id: Name | None = None,
+                     metadata: Metadata = None, min_score: float | None = None) -> Result:
         """Hybrid search (meaning + keywords) over episodes, entities and summaries, within one
-        conversation `session` or across all of them; best hits first, each with its score."""
+        conversation `session`, across every session of `user_id` / `agent_id`, or across all;
+        `metadata` keeps records whose metadata matches ({key: value | {"in": [...]} |
+        {"gte": x, "lte": y} | {"exists": bool}}); `min_score` drops weaker hits. Best first."""
         session_id = (await session_named(session)).id if session else None
-        result = await container.search().search(SearchQuery(query, limit, session_id, tuple(sources or ["episodes"]),
-                                                             ranker))
+        result = await container.search().search(SearchQuery(
+            query, limit, session_id, tuple(sources or ["episodes"]), ranker, owner=Owner(user_id, agent_id),
+            metadata=parse_filter({"metadata": metadata} if metadata else None), min_score=min_score))
         return _wire(search_out(result))
 
     @server.tool(annotations=READ)
     @guarded
-    async def build_context(query: Query, session: ExternalId,
+    async def build_context(query: Query, session: ExternalId | None = None,
                             token_budget: Annotated[int, Field(ge=1, le=MAX_TOKEN_BUDGET)] = 2000,
                             recent_episodes: Annotated[int, Field(ge=0, le=MAX_RECENT_EPISODES)] = 5,
                             relevant_limit: Annotated[int, Field(ge=1, le=MAX_RELEVANT)] = 10,
-                            ranker: Name | None = None) -> Result:
+                            ranker: Name | None = None, user_id: Name | None = None,
+                            agent_id: Name | None = None) -> Result:
         """The context package for answering `query` in conversation `session`: its recent
         exchanges, the most relevant older ones, matching summaries, the entities they mention and
-        their relationships, cut to `token_budget` tokens (what did not fit is listed in `omitted`)."""
-        found = await session_named(session)
-        package = await container.context().build(query, found.id, token_budget, recent_episodes, relevant_limit,
-                                                  ranker)
+        their relationships, cut to `token_budget` tokens (what did not fit is listed in `omitted`).
+        With `user_id` / `agent_id` the memory spans all their sessions (`session` then optional)."""
+        session_id = (await session_named(session)).id if session else None
+        package = await container.context().build(query, session_id, token_budget, recent_episodes, relevant_limit,
+                                                  ranker, Owner(user_id, agent_id))
         return _wire(context_out(package))
 
     @server.tool(annotations=READ)
     @guarded
     async def list_sessions(limit: Annotated[int, Field(ge=1, le=MAX_LIMIT)] = 20,
-                            offset: Annotated[int, Field(ge=0)] = 0) -> Result:
-        """The stored conversations (sessions), oldest first, with their total count."""
-        return _wire(wire(await sessions.list(limit, offset), SessionPage))
+                            offset: Annotated[int, Field(ge=0)] = 0, user_id: Name | None = None,
+                            agent_id: Name | None = None) -> Result:
+        """The stored conversations (sessions), oldest first, with their total count; with
+        `user_id` / `agent_id` only theirs."""
+        return _wire(wire(await sessions.list(limit, offset, Owner(user_id, agent_id)), SessionPage))
 
     @server.tool(annotations=READ)
     @guarded
@@ -175,10 +187,13 @@ def build_server(container: Container, wrote: Callable[[], None] = lambda: None)
 
     @server.tool(annotations=WRITE)
     @guarded
-    async def upsert_entity(name: Name, type: Name, notes: Text | None = None, metadata: Metadata = None) -> Result:
-        """Record a person, place, thing or idea, identified by (`name`, `type`); calling it again
-        with the same pair updates its notes and metadata. Returns the entity and `created`."""
-        upserted = await entities.upsert(NewEntity(name=name, type=type, notes=notes, metadata=metadata or {}))
+    async def upsert_entity(name: Name, type: Name, notes: Text | None = None, metadata: Metadata = None,
+                            user_id: Name | None = None) -> Result:
+        """Record a person, place, thing or idea, identified by (`user_id`, `name`, `type`) — without
+        `user_id` a shared one; calling it again with the same key updates its notes and metadata.
+        Returns the entity and `created`."""
+        upserted = await entities.upsert(NewEntity(name=name, type=type, notes=notes, metadata=metadata or {},
+                                                   user_id=user_id))
         wrote()
         return {"entity": _wire(wire(upserted.item, EntityOut)), "created": upserted.created}
 

@@ -8,6 +8,7 @@ from typing import Annotated, Any, Generic, Literal, TypeVar
 import msgspec
 
 from domain import limits
+from domain.record_kinds import Source
 from domain.context import ContextPackage
 from domain.models import Entity, Episode, Summary, to_utc
 from domain.retrieval import SearchResult
@@ -146,7 +147,13 @@ class UpdateSummary(Body):
     metadata: Meta | None = None
 
 
-SourceName = Literal["episodes", "entities", "summaries"]
+SourceName = Source  # the record kinds, from the one table in domain/record_kinds.py
+
+
+class SearchFilter(Body):
+    """``{"metadata": {key: value | {"in": [...]} | {"gte": x, "lte": y, "gt": .., "lt": ..} |
+    {"exists": bool}}}``: every key must hold (``domain.filters``)."""
+    metadata: dict[str, Any] | None = None
 
 
 class SearchRequest(Body):
@@ -157,18 +164,24 @@ class SearchRequest(Body):
     ranker: RankerName | None = None
     since: Timestamp | None = None
     until: Timestamp | None = None
+    user_id: Name | None = None
+    agent_id: Name | None = None
+    filter: SearchFilter | None = None
+    min_score: float | None = None
 
     def __post_init__(self) -> None:
         self.since, self.until = _utc(self.since, "since"), _utc(self.until, "until")
 
 
-class ContextRequest(Body):
+class ContextRequest(Body, kw_only=True):
     query: Query
-    session_id: Id
+    session_id: Id | None = None
     token_budget: Annotated[int, msgspec.Meta(ge=1, le=limits.MAX_TOKEN_BUDGET)]
     recent_episodes: Annotated[int, msgspec.Meta(ge=0, le=limits.MAX_RECENT_EPISODES)] = 5
     relevant_limit: Annotated[int, msgspec.Meta(ge=1, le=limits.MAX_RELEVANT)] = 10
     ranker: RankerName | None = None
+    user_id: Name | None = None
+    agent_id: Name | None = None
 
 
 # -- responses ------------------------------------------------------------------------------------
@@ -305,7 +318,7 @@ class OmittedOut(Camel):
 
 
 class ContextOut(Camel):
-    session_id: int
+    session_id: int | None
     query: str
     token_budget: int
     tokens_used: int
@@ -317,6 +330,15 @@ class ContextOut(Camel):
     omitted: list[OmittedOut]
     degraded: bool
     warnings: list[str]
+
+
+class ForgottenOut(Camel):
+    """How many records of each kind ``DELETE /users/:userId`` removed."""
+    sessions: int
+    episodes: int
+    summaries: int
+    entities: int
+    relationships: int
 
 
 class RankerOut(Camel):

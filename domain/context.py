@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from domain.errors import Invalid, NotFound
 from domain.limits import MAX_QUERY, MAX_RECENT_EPISODES, MAX_TOKEN_BUDGET
-from domain.models import Entity, Episode, Relationship, Summary
+from domain.models import Entity, Episode, Owner, Relationship, Summary
 from domain.retrieval import SearchQuery, SearchService
 from domain.services import check_limit, check_text
 from domain.record_kinds import EPISODES, SUMMARIES
@@ -47,7 +47,7 @@ class Omitted:
 
 @dataclass(frozen=True, slots=True)
 class ContextPackage:
-    session_id: int
+    session_id: int | None
     query: str
     token_budget: int
     tokens_used: int
@@ -81,24 +81,31 @@ class ContextService:
         self._search = search
 
     async def build(
-        self, query: str, session_id: int, token_budget: int, recent_episodes: int = 5,
-        relevant_limit: int = 10, ranker: str | None = None,
+        self, query: str, session_id: int | None, token_budget: int, recent_episodes: int = 5,
+        relevant_limit: int = 10, ranker: str | None = None, owner: Owner = Owner(),
     ) -> ContextPackage:
+        """With ``owner`` the relevant memory comes from all of that user's (agent's) sessions, and
+        ``session_id`` may be left out (then there are no recent episodes); the entities are the
+        owner's and the global ones."""
         check_text(query, "query", maximum=MAX_QUERY)
         check_limit(token_budget, "tokenBudget", maximum=MAX_TOKEN_BUDGET)
         if not 0 <= recent_episodes <= MAX_RECENT_EPISODES:
             raise Invalid(f"recentEpisodes must be between 0 and {MAX_RECENT_EPISODES}", field="recentEpisodes")
-        if await self._store.sessions.get(session_id) is None:
+        session = None
+        if session_id is None and not owner:
+            raise Invalid("sessionId or userId/agentId is required", field="sessionId")
+        if session_id is not None and (session := await self._store.sessions.get(session_id)) is None:
             raise NotFound(f"session {session_id} does not exist", field="sessionId")
         budget = _Budget(token_budget)
 
-        recent = await self._store.episodes.recent(session_id, recent_episodes) if recent_episodes else []
+        recent = await self._store.episodes.recent(session_id, recent_episodes) \
+            if recent_episodes and session_id is not None else []
         kept_recent = [e for e in recent if budget.admit("episode", e.id, episode_tokens(e))]
         seen = {e.id for e in recent}
 
         found = await self._search.search(SearchQuery(
             query=query, limit=relevant_limit + len(seen), session_id=session_id,
-            sources=(EPISODES.name, SUMMARIES.name), ranker=ranker,
+            sources=(EPISODES.name, SUMMARIES.name), ranker=ranker, owner=owner,
         ))
         relevant: list[tuple[Episode, float]] = []
         summaries: list[tuple[Summary, float]] = []
@@ -116,7 +123,8 @@ class ContextService:
         texts = [query] + [e.text for e in kept_recent] + [e.text for e, _ in relevant]
         texts += [s.content for s, _ in summaries]
         entities: list[Entity] = []
-        for entity in await self._store.entities.mentioned_in(texts, MAX_ENTITIES):
+        user = owner.user_id or (session.user_id if session is not None else None)
+        for entity in await self._store.entities.mentioned_in(texts, MAX_ENTITIES, user):
             if budget.admit("entity", entity.id, estimate_tokens(entity.text)):
                 entities.append(entity)
         relationships = await self._relationships_among(entities, budget)

@@ -28,7 +28,7 @@ import logging
 import secrets
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 from domain.errors import VectorIndexError
 from domain.index_status import (
@@ -39,9 +39,9 @@ from domain.index_source import RETRY_SECONDS, StoreSource
 from domain.index_verify import Verification
 from domain.vectors import COLLECTIONS, ModelRef, VectorFilter, VectorHit, VectorPoint, encode_vector
 from ports.embedder import Embedder
-from ports.index_catalog import Generation, IndexCatalog
+from ports.index_catalog import Generation, IndexCatalog, StoredEmbeddings
 from ports.store import Store
-from ports.vector_index import VectorIndex
+from ports.vector_index import IndexStorage, VectorIndex
 
 log = logging.getLogger("nexusai.index")
 
@@ -58,9 +58,14 @@ class IndexManager(Verification, StoreSource):
     def __init__(
         self, index: VectorIndex, catalog: IndexCatalog, store: Store, embedder: Embedder,
         embedder_kind: str, *, verify_seconds: float = 300.0, check_seconds: float = 5.0,
+        storage: IndexStorage | None = None,
     ) -> None:
         self._index = index
+        # Builds, verification and drops go to the engine's storage side: by default the same
+        # object, since every backend implements both ports.
+        self._storage: IndexStorage = storage if storage is not None else cast(IndexStorage, index)
         self._catalog = catalog
+        self._embeddings: StoredEmbeddings = cast(StoredEmbeddings, catalog)  # the catalog plays both roles
         self._store = store
         self._embedder = embedder
         self.model = ModelRef(embedder_kind, embedder.model, embedder.dimension)
@@ -89,7 +94,7 @@ class IndexManager(Verification, StoreSource):
             await self._catalog.forget(stale.id)
         active = {g.collection: g for g in generations if g.state == "active"}
         try:
-            existing: set[str] | None = set(await self._index.collections())
+            existing: set[str] | None = set(await self._storage.collections())
         except VectorIndexError as error:
             log.warning("cannot list the vector collections: %s", error.message)
             existing = None
@@ -134,7 +139,7 @@ class IndexManager(Verification, StoreSource):
             log.warning("adopted the vector collection %r made before the index manifest as %s",
                         name, self.model.describe())
         if generation is None:
-            stored = (state.rows or 0) - await self._catalog.missing_embeddings(name, self._model_id)
+            stored = (state.rows or 0) - await self._embeddings.missing_embeddings(name, self._model_id)
             if stored > 0:
                 return self._want(state, "no index generation is recorded for the stored records")
             # Nothing to build from (a fresh or freshly imported store): serve an empty generation
@@ -165,7 +170,7 @@ class IndexManager(Verification, StoreSource):
             return self._want(state, f"generation {generation.physical} cannot serve and was moved aside: "
                                      f"{error.message}")
         state.usable = True
-        pending = await self._catalog.pending_ids(name)
+        pending = await self._embeddings.pending_ids(name)
         state.state = CONSISTENT if state.points == state.rows and not pending else VERIFYING
         if state.state == VERIFYING:
             self._next_verify = 0.0
@@ -183,7 +188,7 @@ class IndexManager(Verification, StoreSource):
 
     async def _drop(self, physical: str, keep: bool = False) -> None:
         try:
-            await self._index.drop_collection(physical, keep=keep)
+            await self._storage.drop_collection(physical, keep=keep)
         except VectorIndexError as error:
             log.warning("could not drop vector collection %s: %s", physical, error.message)
 
@@ -211,7 +216,7 @@ class IndexManager(Verification, StoreSource):
                         await self.verify(state.name)
                 for state in self._states.values():
                     if state.usable and state.building is None and state.wanted is None and \
-                            await self._index.rebuild_advised(state.active.physical):
+                            await self._storage.rebuild_advised(state.active.physical):
                         state.wanted = "index maintenance: enough points await an index build"
             except asyncio.CancelledError:
                 raise
@@ -228,7 +233,7 @@ class IndexManager(Verification, StoreSource):
 
     async def _build(self, state: CollectionState) -> None:
         reason, state.wanted = state.wanted or "rebuild", None
-        if (low := self._index.disk_low()) is not None:
+        if (low := self._storage.disk_low()) is not None:
             state.wanted, state.reason = reason, low
             await asyncio.sleep(RETRY_SECONDS)
             return
@@ -241,7 +246,7 @@ class IndexManager(Verification, StoreSource):
             await self._embed_missing(state)
             state.dirty, state.dirty_filters = set(), []
             state.progress = Progress("building", await self._row_count(state.name))
-            await self._index.build_collection(generation.physical, self.model.dimension, self._batches(state))
+            await self._storage.build_collection(generation.physical, self.model.dimension, self._batches(state))
             await self._catch_up(state, generation.physical)  # most of it, without holding writes
             async with self._lock:
                 await self._catch_up(state, generation.physical)
@@ -279,7 +284,7 @@ class IndexManager(Verification, StoreSource):
 
     def status(self) -> dict[str, Any]:
         """The index status for /health and /metrics (cheap: no I/O beyond one statvfs)."""
-        low = self._index.disk_low()
+        low = self._storage.disk_low()
         states = list(self._states.values())
         return {"status": overall(states, low), "model": self.model.describe(), "diskLow": low,
                 "storeId": self._store_id,
@@ -288,14 +293,14 @@ class IndexManager(Verification, StoreSource):
 
     def problem(self) -> str | None:
         """One line for health when the index is not fully serving, else None."""
-        if (low := self._index.disk_low()) is not None:
+        if (low := self._storage.disk_low()) is not None:
             return low
         worst = [s for s in self._states.values() if s.state in DEGRADED_STATES]
         return "; ".join(f"{s.name}: {s.state} ({s.unavailable_message() if s.building else s.reason})"
                          for s in worst) or None
 
     def degraded(self) -> bool:
-        return self._index.disk_low() is not None or any(s.state in DEGRADED_STATES for s in self._states.values())
+        return self._storage.disk_low() is not None or any(s.state in DEGRADED_STATES for s in self._states.values())
 
     # ---- the VectorIndex port, on logical names ----------------------------------------------
 
@@ -319,7 +324,7 @@ class IndexManager(Verification, StoreSource):
             return
         # The store keeps the embedding first: a build in progress, a repair or a lost index
         # rebuilds from it without the embedder.
-        await self._catalog.store_embeddings(collection, self._model_id, [(p.id, encode_vector(p.vector)) for p in points])
+        await self._embeddings.store_embeddings(collection, self._model_id, [(p.id, encode_vector(p.vector)) for p in points])
         await self._write(collection, {p.id for p in points}, None, lambda target: self._index.upsert(target, points))
 
     async def delete(self, collection: str, ids: Sequence[int]) -> None:

@@ -12,7 +12,7 @@ from domain.errors import DomainError, VectorIndexError
 from domain.index_status import CollectionState, Progress
 from domain.vectors import ModelRef, PointBatch, encode_vector
 from ports.embedder import Embedder
-from ports.index_catalog import IndexCatalog
+from ports.index_catalog import IndexCatalog, StoredEmbeddings
 from domain.record_kinds import KINDS
 from ports.store import Store
 from ports.vector_index import VectorIndex
@@ -29,6 +29,7 @@ class StoreSource:
 
     _index: VectorIndex
     _catalog: IndexCatalog
+    _embeddings: StoredEmbeddings
     _store: Store
     _embedder: Embedder
     _model_id: int
@@ -38,17 +39,17 @@ class StoreSource:
         """Give every record a stored embedding by the configured model: copied from the live
         generation when it was made by the same model, embedded otherwise (resumable: what is
         stored stays stored)."""
-        missing = await self._catalog.missing_embeddings(state.name, self._model_id)
+        missing = await self._embeddings.missing_embeddings(state.name, self._model_id)
         if not missing:
             return
         state.progress = progress = Progress("embedding", missing)
         after = 0
-        while rows := await self._catalog.embedding_rows(state.name, self._model_id, after, EMBED_PAGE):
+        while rows := await self._embeddings.embedding_rows(state.name, self._model_id, after, EMBED_PAGE):
             after = rows[-1].id
             need = [r.id for r in rows if r.vector is None]
             if need:
                 vectors = await self._vectors_for(state, need, progress)
-                await self._catalog.store_embeddings(
+                await self._embeddings.store_embeddings(
                     state.name, self._model_id, [(i, encode_vector(v)) for i, v in vectors.items()])
                 progress.done += len(need)
 
@@ -99,7 +100,7 @@ class StoreSource:
 
     async def _batches(self, state: CollectionState) -> AsyncIterator[PointBatch]:
         after = 0
-        while rows := await self._catalog.embedding_rows(state.name, self._model_id, after, BUILD_BATCH):
+        while rows := await self._embeddings.embedding_rows(state.name, self._model_id, after, BUILD_BATCH):
             after = rows[-1].id
             ready = [r for r in rows if r.vector is not None]
             if state.progress is not None:
@@ -111,7 +112,7 @@ class StoreSource:
             state.progress.phase = "indexing"  # everything is streamed; the backend builds its graph
 
     async def _copy_from_store(self, name: str, physical: str, ids: Sequence[int]) -> None:
-        rows = await self._catalog.embeddings_of(name, self._model_id, ids) if ids else []
+        rows = await self._embeddings.embeddings_of(name, self._model_id, ids) if ids else []
         ready = [r for r in rows if r.vector is not None]
         for start in range(0, len(ready), BUILD_BATCH):
             chunk = ready[start:start + BUILD_BATCH]

@@ -41,12 +41,12 @@ class Verification(StoreSource):
             async with self._lock:
                 state.points = await self._index.count(physical)
                 state.rows = await self._row_count(name)
-                pending = await self._catalog.pending_ids(name)
+                pending = await self._embeddings.pending_ids(name)
                 if state.points == state.rows and not pending and await self._sample_present(name, physical):
                     state.state, state.reason = CONSISTENT, None
                     return state.state
-                points = set(await self._index.point_ids(physical))
-                records = set(await self._catalog.row_ids(name))
+                points = set(await self._storage.point_ids(physical))
+                records = set(await self._embeddings.row_ids(name))
             missing, extra = records - points - pending, points - records - pending
         except VectorIndexError as error:
             state.usable = False
@@ -69,16 +69,16 @@ class Verification(StoreSource):
     async def _sample_present(self, name: str, physical: str) -> bool:
         """Equal counts can hide lost points replaced by stray ones: a few random records must
         have their points too (the cheap fingerprint; a miss leads to the full id comparison)."""
-        ids = await self._catalog.row_ids(name)
+        ids = await self._embeddings.row_ids(name)
         sample = random.sample(ids, min(SAMPLE, len(ids)))
         return len(await self._index.retrieve_vectors(physical, sample)) == len(sample)
 
     async def _repair(self, state: CollectionState, missing: list[int], extra: list[int]) -> None:
-        rows = await self._catalog.embeddings_of(state.name, self._model_id, missing)
+        rows = await self._embeddings.embeddings_of(state.name, self._model_id, missing)
         need = [r.id for r in rows if r.vector is None]
         if need:  # records whose embeddings were never stored (e.g. before stored embeddings)
             vectors = await self._vectors_for(state, need, None)
-            await self._catalog.store_embeddings(
+            await self._embeddings.store_embeddings(
                 state.name, self._model_id, [(i, encode_vector(v)) for i, v in vectors.items()])
         async with self._lock:
             if not state.usable or state.active is None:

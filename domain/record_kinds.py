@@ -36,10 +36,12 @@ class RecordKind:
         return record.text
 
     def payload(self, record: Any) -> dict[str, Any]:
-        """The payload stored with its vector: the creation time, and the session when it has one."""
+        """The payload stored with its vector: the creation time, the session when it has one, the
+        owner (user, and agent for records in sessions) and the scalar metadata (``domain.vectors``)."""
         from domain.vectors import point_payload  # vectors reads this table (COLLECTIONS)
 
-        return point_payload(record.created_at, record.session_id if self.in_sessions else None)
+        return point_payload(record.created_at, record.session_id if self.in_sessions else None,
+                             record.user_id, getattr(record, "agent_id", None), record.metadata)
 
 
 EPISODES = RecordKind("episodes", in_sessions=True, room="episodes")

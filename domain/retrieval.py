@@ -19,8 +19,10 @@ from domain.keywords import recall_query
 from domain.limits import MAX_QUERY, MAX_SEARCH_LIMIT
 from domain.models import Entity, Episode, Summary, parse_timestamp
 from domain.ranking import MAX_CONTEXT_WINDOW, SOURCES, Candidate, Context, Key, LegHit, RankingRequest
-from domain.services import check_limit, check_text
-from domain.vectors import VectorFilter
+from domain.services import check_limit, check_owner, check_text
+from domain.filters import MetadataFilter
+from domain.models import Owner
+from domain.vectors import VectorFilter, index_part
 from ports.embedder import Embedder
 from domain.record_kinds import EPISODES, KINDS
 from ports.store import Store
@@ -71,6 +73,16 @@ class SearchQuery:
     ranker: str | None = None
     since: datetime | None = None
     until: datetime | None = None
+    owner: Owner = Owner()
+    """Search every session of this user / agent (and their entities: ``user_id`` only)."""
+    metadata: MetadataFilter = MetadataFilter()
+    min_score: float | None = None
+    """Hits whose fused score is below this are dropped (the scale is the ranker's)."""
+
+
+# When part of a metadata filter cannot run inside the vector index, the vector leg fetches this
+# many times deeper and the rest is checked on the loaded records.
+OVERFETCH = 4
 
 
 class SearchService:
@@ -98,20 +110,31 @@ class SearchService:
                 raise Invalid(f"unknown source {source!r}; use {', '.join(SOURCES)}", field="sources")
         if q.since and q.until and q.since > q.until:
             raise Invalid("since must not be after until", field="since")
-        if q.session_id is not None and await self._store.sessions.get(q.session_id) is None:
-            raise NotFound(f"session {q.session_id} does not exist", field="sessionId")
+        check_owner(q.owner)
+        if q.session_id is not None:
+            session = await self._store.sessions.get(q.session_id)
+            if session is None:
+                raise NotFound(f"session {q.session_id} does not exist", field="sessionId")
+            for field, wanted, has in (("userId", q.owner.user_id, session.user_id),
+                                       ("agentId", q.owner.agent_id, session.agent_id)):
+                if wanted is not None and wanted != has:
+                    raise Invalid(f"session {q.session_id} does not belong to {field} {wanted!r}", field=field)
         ranker = self._rankers.get(q.ranker or self._default)
         depth = max(MIN_DEPTH, q.limit * 3)
+        inside, outside = index_part(q.metadata)
         (vector_hits, query_vector, warnings), keyword_hits = await asyncio.gather(
-            self._timed("vector", self._vector_leg(q, sources, depth)),
+            self._timed("vector", self._vector_leg(q, sources, depth * (OVERFETCH if outside else 1), inside)),
             self._timed("keyword", self._keyword_leg(q, sources, depth)),
         )
         candidates = await self._load(vector_hits, keyword_hits)
+        if q.metadata:  # exact, on the records: covers what the index could not test
+            candidates = {k: c for k, c in candidates.items() if q.metadata.matches(c.item.metadata)}
+            vector_hits, keyword_hits = _kept(vector_hits, candidates), _kept(keyword_hits, candidates)
         neighbours: dict[Key, Context] = {}
         window = min(ranker.context_window, MAX_CONTEXT_WINDOW)
         if window > 0 and candidates:
             near_top = {hit.key for leg in (vector_hits, keyword_hits) for hit in leg if hit.rank <= CONTEXT_DEPTH}
-            neighbours = await self._with_neighbours(candidates, near_top, window, q.since, q.until)
+            neighbours = await self._with_neighbours(candidates, near_top, window, q.since, q.until, q.metadata)
         if ranker.needs_vectors and candidates and query_vector is not None:
             candidates = await self._with_vectors(candidates)
         request = RankingRequest(
@@ -122,9 +145,9 @@ class SearchService:
         kw = {h.key: LegInfo(h.rank, h.score) for h in keyword_hits}
         hits = [
             SearchHit(hit.key[0], candidates[hit.key].item, hit.score, vec.get(hit.key), kw.get(hit.key))
-            for hit in ranker.rank(request)[: q.limit]
-            if hit.key in candidates
-        ]
+            for hit in ranker.rank(request)
+            if hit.key in candidates and (q.min_score is None or hit.score >= q.min_score)
+        ][: q.limit]
         return SearchResult(hits, ranker.name, bool(warnings), warnings)
 
     async def _timed(self, leg: str, work: Awaitable):
@@ -140,7 +163,7 @@ class SearchService:
             if self.observe_leg is not None:
                 self.observe_leg(leg, seconds)
 
-    async def _vector_leg(self, q: SearchQuery, sources, depth: int):
+    async def _vector_leg(self, q: SearchQuery, sources, depth: int, metadata: tuple = ()):
         try:
             vectors = await self._embedder.embed([q.query])
         except DomainError as exc:
@@ -149,8 +172,10 @@ class SearchService:
         scored: list[tuple[float, Key]] = []
         warnings: list[str] = []
         for source in sources:
-            session = q.session_id if KINDS[source].in_sessions else None
-            flt = VectorFilter(session_id=session, since=q.since, until=q.until)
+            in_sessions = KINDS[source].in_sessions
+            flt = VectorFilter(session_id=q.session_id if in_sessions else None, since=q.since, until=q.until,
+                               user_id=q.owner.user_id, agent_id=q.owner.agent_id if in_sessions else None,
+                               metadata=metadata)
             try:
                 found = await self._index.search(source, query_vector, depth, None if flt.is_empty else flt)
             except DomainError as exc:
@@ -166,7 +191,8 @@ class SearchService:
         scored: list[tuple[float, Key]] = []
         for source in sources:
             found = await self._store.keywords.search(
-                source, query, depth, session_id=q.session_id, since=q.since, until=q.until
+                source, query, depth, session_id=q.session_id, since=q.since, until=q.until, owner=q.owner,
+                metadata=q.metadata or None,
             )
             scored.extend((hit.score, (source, hit.item.id)) for hit in found)
         scored.sort(key=lambda s: (-s[0], s[1]))
@@ -188,7 +214,7 @@ class SearchService:
 
     async def _with_neighbours(
         self, candidates: dict[Key, Candidate], near_top: set[Key], window: int,
-        since: datetime | None, until: datetime | None,
+        since: datetime | None, until: datetime | None, metadata: MetadataFilter = MetadataFilter(),
     ) -> dict[Key, Context]:
         """Load the session neighbours of the episode candidates in ``near_top`` into ``candidates``
         (in place) and answer who neighbours whom. A neighbour outside the search's time range
@@ -200,7 +226,8 @@ class SearchService:
         for episode in await self._store.episodes.get_many(sorted(missing)) if missing else ():
             key = (EPISODES.name, episode.id)
             moment = parse_timestamp(episode.created_at)
-            if (since is None or moment >= since) and (until is None or moment <= until):
+            if (since is None or moment >= since) and (until is None or moment <= until) and \
+                    metadata.matches(episode.metadata):
                 candidates[key] = Candidate(key, episode, moment)
         context: dict[Key, Context] = {}
         for episode_id, around in found.items():
@@ -223,3 +250,9 @@ class SearchService:
                 c = candidates[(source, item_id)]
                 out[c.key] = Candidate(c.key, c.item, c.created_at, tuple(vector))
         return out
+
+
+def _kept(leg: Sequence[LegHit], candidates: dict[Key, Candidate]) -> list[LegHit]:
+    """A leg without the hits the filter dropped, ranked again from 1."""
+    kept = [hit for hit in leg if hit.key in candidates]
+    return [LegHit(hit.key, hit.score, rank) for rank, hit in enumerate(kept, start=1)]

@@ -10,12 +10,15 @@ from collections.abc import Mapping, Sequence
 
 from domain.errors import Invalid, NotFound
 from domain.keywords import MATCH_MODES, MatchMode, plain_query
-from domain.limits import MAX_BATCH, MAX_COUNT, MAX_LIMIT, MAX_METADATA_DEPTH, MAX_NAME, MAX_OFFSET, MAX_TEXT
+from domain.limits import (
+    MAX_BATCH, MAX_COUNT, MAX_KEYWORD_QUERY, MAX_LIMIT, MAX_METADATA_DEPTH, MAX_NAME, MAX_OFFSET, MAX_TEXT,
+)
 from domain.models import (
     Entity, EntityChanges, Episode, EpisodeChanges, KeywordHit, Metadata, NewEntity, Owner, NewEpisode,
-    NewRelationship, NewSummary, Page, Relationship, Session, Summary, SummaryChanges, Upserted,
+    NewRelationship, NewSummary, Page, Relationship, Session, Summary, SummaryChanges, Upserted, utc_now,
 )
 from domain.listing import CursorPage, fetch_page
+from domain.record_kinds import NAMES
 from domain import writes
 from ports.entities import Direction
 from ports.store import Store
@@ -183,7 +186,7 @@ class EpisodeService:
         self, q: str, limit: int, session_id: int | None = None, match: str = "all"
     ) -> list[KeywordHit[Episode]]:
         """Keyword search: plain words by default (``all`` of them, or ``any``); ``fts`` is raw FTS5."""
-        check_text(q, "q", maximum=2000)
+        check_text(q, "q", maximum=MAX_KEYWORD_QUERY)
         check_limit(limit)
         if match not in MATCH_MODES:
             raise Invalid(f"match must be one of {', '.join(MATCH_MODES)}", field="match")
@@ -295,3 +298,37 @@ class SummaryService:
 
     async def delete(self, summary_id: int) -> None:
         _found(await self._store.uow.run(lambda tx: writes.delete_summary(tx, summary_id)) or None, "summary", summary_id)
+
+
+class UserService:
+    """What a user owns, as a whole: forgetting them."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+
+    async def forget(self, user_id: str) -> dict[str, int]:
+        """Delete everything ``user_id`` owns in one unit of work and answer the counts per kind.
+        An unknown user answers zeros (like mem0's ``delete_all``): forgetting is idempotent, so a
+        retried request after a lost answer succeeds instead of reading as an error."""
+        check_owner(Owner(user_id))
+        return await self._store.uow.run(lambda tx: writes.forget_user(tx, user_id))
+
+
+class ExpiryService:
+    """Purges expired episodes, entities and summaries (reads already hide them)."""
+
+    BATCH = 500  # records per kind per unit of work: a long purge never holds the writer for long
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+
+    async def purge(self, now: str | None = None) -> dict[str, int]:
+        """Delete every record expired by ``now`` (default: the present), batch by batch; answers
+        how many of each kind went."""
+        moment, total = now or utc_now(), dict.fromkeys(NAMES, 0)
+        while True:
+            purged = await self._store.uow.run(lambda tx: writes.purge_expired(tx, moment, self.BATCH))
+            for kind, n in purged.items():
+                total[kind] += n
+            if max(purged.values()) < self.BATCH:
+                return total

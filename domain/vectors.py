@@ -3,7 +3,11 @@
 Every adapter and the container read these constants; no other module repeats ``768`` or
 ``"cosine"``. Points carry a small payload so the index can filter without a round trip to
 SQLite: ``{"sessionId": int, "createdAt": "<ISO-8601 UTC ms>"}`` for episodes and summaries,
-``{"createdAt": ...}`` for entities (they belong to no session).
+``{"createdAt": ...}`` for entities (they belong to no session); plus the owner (``userId``, and
+``agentId`` for episodes and summaries) when there is one, and ``metadata``: the record's top-level
+metadata keys whose values are strings, numbers or booleans (what an index-side metadata condition
+can test; arrays, objects and nulls are left out, and no condition that needs them goes into the
+index — see ``index_part``).
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from domain.filters import Condition, MetadataFilter
 from domain.models import parse_timestamp
 from domain.record_kinds import NAMES
 
@@ -24,6 +29,10 @@ DISTANCE = "cosine"
 
 SESSION_ID_FIELD = "sessionId"
 CREATED_AT_FIELD = "createdAt"
+USER_ID_FIELD = "userId"
+AGENT_ID_FIELD = "agentId"
+METADATA_FIELD = "metadata"
+EXACT_INTEGER = 2**53  # beyond this an index compares numbers as doubles, inexactly
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,21 +57,38 @@ class VectorFilter:
     """Conditions on a point's payload; every condition given must hold (AND).
 
     ``session_id`` matches ``payload["sessionId"]``; ``since`` and ``until`` bound
-    ``payload["createdAt"]``, both inclusive. Naive datetimes are taken as UTC. A point without
-    the field never matches a condition on it.
+    ``payload["createdAt"]``, both inclusive. Naive datetimes are taken as UTC. ``user_id`` and
+    ``agent_id`` match ``payload["userId"]`` / ``payload["agentId"]``. ``metadata`` holds conditions
+    on ``payload["metadata"]`` with the semantics of ``MetadataFilter.matches``, and only conditions
+    for which ``indexable`` holds (the rest are checked on the loaded records). A point without the
+    field never matches a condition on it.
     """
 
     session_id: int | None = None
     since: datetime | None = None
     until: datetime | None = None
+    user_id: str | None = None
+    agent_id: str | None = None
+    metadata: tuple[Condition, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not all(indexable(c) for c in self.metadata):
+            raise ValueError("a VectorFilter holds only indexable metadata conditions (see index_part)")
 
     @property
     def is_empty(self) -> bool:
-        return self.session_id is None and self.since is None and self.until is None
+        return (self.session_id is None and self.since is None and self.until is None and self.user_id is None
+                and self.agent_id is None and not self.metadata)
 
     def matches(self, payload: Mapping[str, Any]) -> bool:
         """The reference semantics of the filter; every adapter must agree with it."""
         if self.session_id is not None and payload.get(SESSION_ID_FIELD) != self.session_id:
+            return False
+        if self.user_id is not None and payload.get(USER_ID_FIELD) != self.user_id:
+            return False
+        if self.agent_id is not None and payload.get(AGENT_ID_FIELD) != self.agent_id:
+            return False
+        if self.metadata and not MetadataFilter(self.metadata).matches(payload.get(METADATA_FIELD) or {}):
             return False
         if self.since is None and self.until is None:
             return True
@@ -79,13 +105,60 @@ def as_utc(moment: datetime) -> datetime:
     return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
 
 
-def point_payload(created_at: str, session_id: int | None = None) -> dict[str, Any]:
+def point_payload(
+    created_at: str, session_id: int | None = None, user_id: str | None = None, agent_id: str | None = None,
+    metadata: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
     """The payload the embedding worker stores with a point (``session_id`` only for
-    episodes and summaries)."""
+    episodes and summaries); absent values are left out."""
     payload: dict[str, Any] = {CREATED_AT_FIELD: created_at}
     if session_id is not None:
         payload[SESSION_ID_FIELD] = session_id
+    if user_id is not None:
+        payload[USER_ID_FIELD] = user_id
+    if agent_id is not None:
+        payload[AGENT_ID_FIELD] = agent_id
+    scalars = {k: v for k, v in (metadata or {}).items() if isinstance(v, (str, int, float, bool))}
+    if scalars:
+        payload[METADATA_FIELD] = scalars
     return payload
+
+
+def _exact_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and abs(value) <= EXACT_INTEGER
+
+
+def indexable(condition: Condition) -> bool:
+    """Whether a vector index can test ``condition`` exactly as ``MetadataFilter.matches`` does,
+    given payload metadata of scalars only: equality with strings (any number of them) or with one
+    number (a closed range, so 1 equals 1.0); number ranges. Not: booleans (the Qdrant Edge binding
+    passes ``True`` to the engine as the integer 1, so it would match 1 and miss true), ``exists``
+    (arrays and nulls are not in the payload), string ranges (indexes range over numbers),
+    several numbers (integer matching would miss 1.0), numbers beyond 2**53 (doubles), and keys
+    with ``"`` or ``\\`` (a Qdrant path quotes a key in double quotes and has no escape)."""
+    c = condition
+    if c.exists is not None or '"' in c.key or "\\" in c.key:
+        return False
+    if c.equals is not None:
+        strings = all(isinstance(v, str) for v in c.equals)
+        one_number = len(c.equals) == 1 and _exact_number(c.equals[0])
+        if not (strings or one_number):
+            return False
+    bounds = [b for b in (c.gt, c.gte, c.lt, c.lte) if b is not None]
+    return all(_exact_number(b) for b in bounds)
+
+
+def index_part(flt: MetadataFilter | None) -> tuple[tuple[Condition, ...], MetadataFilter]:
+    """``flt`` split into the conditions an index applies and the rest (checked on records)."""
+    if not flt:
+        return (), MetadataFilter()
+    inside = tuple(c for c in flt.conditions if indexable(c))
+    return inside, MetadataFilter(tuple(c for c in flt.conditions if not indexable(c)))
+
+
+def payload_key(key: str) -> str:
+    """The Qdrant JSON path of a metadata key: quoted, so dots and other characters are literal."""
+    return f'{METADATA_FIELD}."{key}"'
 
 
 def normalized(vector: Sequence[float]) -> list[float]:

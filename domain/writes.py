@@ -89,6 +89,35 @@ def delete_summary(tx: Transaction, summary_id: int) -> bool:
     return _deleted(tx, SUMMARIES, tx.summaries.delete(summary_id), summary_id)
 
 
+def forget_user(tx: Transaction, user_id: str) -> dict[str, int]:
+    """Everything ``user_id`` owns, gone in this one unit: their sessions with the episodes and
+    summaries in them, their entities and relationships (keyword rows and stored embeddings go with
+    the rows), and a vector delete job for each. Answers how many of each kind went.
+    Every record of a user that another part of the domain keeps (history, events) is deleted
+    here too, in the same unit."""
+    sessions, episodes, summaries = tx.sessions.delete_owned(user_id)
+    if sessions:
+        for kind in IN_SESSIONS:  # the points of the sessions' records, as delete_session does
+            tx.outbox.enqueue(kind.name, "delete_session", sessions)
+    entities, relationships = tx.entities.delete_owned(user_id)
+    if entities:
+        tx.outbox.enqueue(ENTITIES.name, "delete", entities)
+    return {"sessions": len(sessions), "episodes": episodes, "summaries": summaries,
+            "entities": len(entities), "relationships": relationships}
+
+
+def purge_expired(tx: Transaction, now: str, limit: int) -> dict[str, int]:
+    """Delete up to ``limit`` expired records of each kind (rows, keyword rows and stored embeddings
+    go together) and queue their vector deletes; answers how many per kind."""
+    purged: dict[str, int] = {}
+    for kind in KINDS.values():
+        ids = getattr(tx, kind.room).delete_expired(now, limit)
+        if ids:
+            tx.outbox.enqueue(kind.name, "delete", ids)
+        purged[kind.name] = len(ids)
+    return purged
+
+
 def reindex(tx: Transaction, collection: Source) -> int:
     """Queue an upsert job for every record of ``collection``; returns how many."""
     return tx.outbox.enqueue_every(collection)

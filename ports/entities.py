@@ -63,3 +63,15 @@ class EntityWrites(Protocol):
         ...
 
     def unrelate(self, from_id: int, to_id: int, label: str) -> bool: ...
+
+    def delete_owned(self, user_id: str) -> tuple[list[int], int]:
+        """Delete every entity of ``user_id`` (with every relationship from or to one) and every
+        relationship of ``user_id``; returns (the entity ids, relationships deleted). Global
+        entities stay. Enqueues nothing."""
+        ...
+
+    def delete_expired(self, now: str, limit: int) -> list[int]:
+        """Delete up to ``limit`` records whose ``expires_at`` is at or before ``now`` (store format),
+        oldest expiry first, with their keyword rows and stored embeddings; returns their ids.
+        Enqueues nothing."""
+        ...

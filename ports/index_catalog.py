@@ -40,7 +40,8 @@ class EmbeddingRow:
 
 
 class IndexCatalog(Protocol):
-    """Manifest and stored embeddings, kept in the same store (and transactions) as the records.
+    """The index manifest (models, generations, reindex requests), kept in the same store (and
+    transactions) as the records; its adapters also implement ``StoredEmbeddings`` below.
 
     Stored embeddings follow their record: deleting the record deletes it, and changing the text
     it was made from forgets it (a stale vector is never served from the store).
@@ -72,6 +73,21 @@ class IndexCatalog(Protocol):
         """Remove a generation from the manifest (after its collection was dropped)."""
         ...
 
+    async def request_reindex(self, collections: Sequence[str]) -> None:
+        """Ask whoever maintains the index (the running service, or an offline reindex) to build
+        new generations of these collections; asking again before it is taken adds nothing."""
+        ...
+
+    async def take_reindex_request(self) -> list[str]:
+        """The collections asked for by ``request_reindex`` since the last call (then cleared)."""
+        ...
+
+
+class StoredEmbeddings(Protocol):
+    """Each record's embedding kept in the system of record, and the record ids to compare the
+    index with: what rebuilds and repairs read instead of the embedder. Every catalog adapter
+    implements it beside ``IndexCatalog`` (one object, two roles)."""
+
     async def store_embeddings(self, collection: str, model_id: int, vectors: Sequence[tuple[int, bytes]]) -> None:
         """Keep these records' embeddings (``encode_vector`` blobs); ids of records that no
         longer exist are ignored."""
@@ -96,13 +112,4 @@ class IndexCatalog(Protocol):
 
     async def missing_embeddings(self, collection: str, model_id: int) -> int:
         """How many records have no stored embedding by ``model_id``."""
-        ...
-
-    async def request_reindex(self, collections: Sequence[str]) -> None:
-        """Ask whoever maintains the index (the running service, or an offline reindex) to build
-        new generations of these collections; asking again before it is taken adds nothing."""
-        ...
-
-    async def take_reindex_request(self) -> list[str]:
-        """The collections asked for by ``request_reindex`` since the last call (then cleared)."""
         ...

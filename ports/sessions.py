@@ -36,6 +36,12 @@ class SessionWrites(Protocol):
         """Replace the metadata and bump ``updated_at`` (the owner stays); an unknown id returns ``None``."""
         ...
 
+    def delete_owned(self, user_id: str) -> tuple[list[int], int, int]:
+        """Delete every session of ``user_id`` with its episodes and summaries (and their keyword
+        index rows and stored embeddings); returns (the session ids, episodes deleted, summaries
+        deleted). Enqueues nothing."""
+        ...
+
     def delete(self, session_id: int) -> bool:
         """Delete the session with its episodes and summaries (cascade); ``False`` when unknown.
         Enqueues nothing: the vector jobs are the domain's rule (``domain.writes``)."""

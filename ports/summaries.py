@@ -33,3 +33,9 @@ class SummaryWrites(Protocol):
         ...
 
     def delete(self, summary_id: int) -> bool: ...
+
+    def delete_expired(self, now: str, limit: int) -> list[int]:
+        """Delete up to ``limit`` records whose ``expires_at`` is at or before ``now`` (store format),
+        oldest expiry first, with their keyword rows and stored embeddings; returns their ids.
+        Enqueues nothing."""
+        ...

@@ -1,4 +1,9 @@
-"""The VectorIndex port: named collections of fixed-size vectors searched by cosine similarity."""
+"""The vector-index ports: named collections of fixed-size vectors searched by cosine similarity.
+
+``VectorIndex`` is what the services use (write, search, count); ``IndexStorage`` is what the index
+manager alone needs to build, verify and replace collections beside the live ones. Every backend
+implements both (one object plays both roles); the contract suite checks both on each backend.
+"""
 
 from __future__ import annotations
 
@@ -89,6 +94,20 @@ class VectorIndex(Protocol):
         """
         ...
 
+    async def health(self) -> str | None:
+        """``None`` when the index answers, else a one-line reason. Never raises."""
+        ...
+
+    async def close(self) -> None:
+        """Flush pending writes and release files, threads and connections. Calling it twice is
+        harmless; no other method may be called afterwards."""
+        ...
+
+
+class IndexStorage(Protocol):
+    """The engine-side operations behind generations: list, build, verify and drop collections,
+    and say when the volume is too full for them. Same errors as ``VectorIndex``."""
+
     async def collections(self) -> list[str]:
         """The names of every collection stored at this location (ensured or not)."""
         ...
@@ -127,13 +146,4 @@ class VectorIndex(Protocol):
         """``None`` while the index volume has room for the next writes and a build, else a
         one-line reason; writes refuse with ``VectorIndexError`` meanwhile (they wait in the
         outbox). Backends without a local volume always say ``None``."""
-        ...
-
-    async def health(self) -> str | None:
-        """``None`` when the index answers, else a one-line reason. Never raises."""
-        ...
-
-    async def close(self) -> None:
-        """Flush pending writes and release files, threads and connections. Calling it twice is
-        harmless; no other method may be called afterwards."""
         ...

@@ -103,9 +103,27 @@ class EntityTx:
         self._s.relationships[out.id] = out
         return Upserted(out, old is None)
 
+    def delete_owned(self, user_id: str) -> tuple[list[int], int]:
+        ids = sorted(i for i, e in self._s.entities.items() if e.user_id == user_id)
+        doomed = [i for i, r in self._s.relationships.items()
+                  if r.user_id == user_id or r.from_id in ids or r.to_id in ids]
+        for rel_id in doomed:
+            del self._s.relationships[rel_id]
+        for entity_id in ids:
+            del self._s.entities[entity_id]
+        return ids, len(doomed)
+
     def unrelate(self, from_id: int, to_id: int, label: str) -> bool:
         for rel_id, r in list(self._s.relationships.items()):
             if (r.from_id, r.to_id, r.label) == (from_id, to_id, label):
                 del self._s.relationships[rel_id]
                 return True
         return False
+
+    def delete_expired(self, now: str, limit: int) -> list[int]:
+        table = self._s.entities
+        doomed = sorted((r for r in table.values() if r.expires_at is not None and r.expires_at <= now),
+                        key=lambda r: (r.expires_at, r.id))[:limit]
+        for record in doomed:
+            self.delete(record.id)
+        return [r.id for r in doomed]

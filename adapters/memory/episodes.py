@@ -83,3 +83,11 @@ class EpisodeTx:
 
     def delete(self, episode_id: int) -> bool:
         return self._s.episodes.pop(episode_id, None) is not None
+
+    def delete_expired(self, now: str, limit: int) -> list[int]:
+        table = self._s.episodes
+        doomed = sorted((r for r in table.values() if r.expires_at is not None and r.expires_at <= now),
+                        key=lambda r: (r.expires_at, r.id))[:limit]
+        for record in doomed:
+            self.delete(record.id)
+        return [r.id for r in doomed]

@@ -44,6 +44,14 @@ class SessionTx:
         self._s.sessions[session_id] = updated
         return updated
 
+    def delete_owned(self, user_id: str) -> tuple[list[int], int, int]:
+        ids = sorted(i for i, s in self._s.sessions.items() if s.user_id == user_id)
+        episodes = sum(1 for e in self._s.episodes.values() if e.session_id in ids)
+        summaries = sum(1 for s in self._s.summaries.values() if s.session_id in ids)
+        for session_id in ids:
+            self.delete(session_id)
+        return ids, episodes, summaries
+
     def delete(self, session_id: int) -> bool:
         if self._s.sessions.pop(session_id, None) is None:
             return False

@@ -56,3 +56,11 @@ class SummaryTx:
 
     def delete(self, summary_id: int) -> bool:
         return self._s.summaries.pop(summary_id, None) is not None
+
+    def delete_expired(self, now: str, limit: int) -> list[int]:
+        table = self._s.summaries
+        doomed = sorted((r for r in table.values() if r.expires_at is not None and r.expires_at <= now),
+                        key=lambda r: (r.expires_at, r.id))[:limit]
+        for record in doomed:
+            self.delete(record.id)
+        return [r.id for r in doomed]

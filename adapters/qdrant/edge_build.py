@@ -22,7 +22,7 @@ from typing import BinaryIO
 
 import qdrant_edge as qe
 
-from domain.vectors import CREATED_AT_FIELD, SESSION_ID_FIELD, decode_vector
+from domain.vectors import AGENT_ID_FIELD, CREATED_AT_FIELD, SESSION_ID_FIELD, USER_ID_FIELD, decode_vector
 
 MODULE = "adapters.qdrant.edge_build"
 FRAME = struct.Struct("<II")
@@ -47,6 +47,9 @@ def create_shard(path: str, config: qe.EdgeConfig) -> qe.EdgeShard:
     # session's points); entities simply never carry sessionId.
     shard.update(qe.UpdateOperation.create_field_index(SESSION_ID_FIELD, qe.PayloadSchemaType.Integer))
     shard.update(qe.UpdateOperation.create_field_index(CREATED_AT_FIELD, qe.PayloadSchemaType.Datetime))
+    # The owner: a user's (or agent's) search is filtered inside the index, not after it.
+    shard.update(qe.UpdateOperation.create_field_index(USER_ID_FIELD, qe.PayloadSchemaType.Keyword))
+    shard.update(qe.UpdateOperation.create_field_index(AGENT_ID_FIELD, qe.PayloadSchemaType.Keyword))
     return shard
 
 

@@ -14,7 +14,10 @@ import qdrant_edge as qe
 
 from adapters.qdrant import locks
 from domain.errors import VectorIndexError
-from domain.vectors import CREATED_AT_FIELD, SESSION_ID_FIELD, VectorFilter, as_utc
+from domain.filters import Condition
+from domain.vectors import (
+    AGENT_ID_FIELD, CREATED_AT_FIELD, SESSION_ID_FIELD, USER_ID_FIELD, VectorFilter, as_utc, payload_key,
+)
 
 # The engine creates one shard directory per collection and persists its config here.
 CONFIG_FILE = "edge_config.json"
@@ -31,7 +34,33 @@ def edge_filter(filter: VectorFilter | None) -> qe.Filter | None:
         since = as_utc(filter.since).isoformat() if filter.since else None
         until = as_utc(filter.until).isoformat() if filter.until else None
         must.append(qe.FieldCondition(CREATED_AT_FIELD, range=qe.RangeDateTime(gte=since, lte=until)))
+    for field, value in ((USER_ID_FIELD, filter.user_id), (AGENT_ID_FIELD, filter.agent_id)):
+        if value is not None:
+            must.append(qe.FieldCondition(field, match=qe.MatchValue(value)))
+    for condition in filter.metadata:
+        must.extend(_metadata_conditions(condition))
     return qe.Filter(must=must)
+
+
+def _metadata_conditions(c: Condition) -> list[Any]:
+    """One indexable metadata condition (``domain.vectors.indexable``) as engine conditions."""
+    key, out = payload_key(c.key), []
+    if c.equals is not None:
+        first = c.equals[0]
+        if isinstance(first, str) and len(c.equals) > 1:
+            out.append(qe.FieldCondition(key, match=qe.MatchAny(list(c.equals))))
+        elif isinstance(first, str):
+            out.append(qe.FieldCondition(key, match=qe.MatchValue(first)))
+        else:  # one number: a closed range, so 1 matches 1.0 as it does in MetadataFilter
+            out.append(qe.FieldCondition(key, range=qe.RangeFloat(gte=float(first), lte=float(first))))
+    if any(b is not None for b in (c.gt, c.gte, c.lt, c.lte)):
+        out.append(qe.FieldCondition(key, range=qe.RangeFloat(
+            gt=_f(c.gt), gte=_f(c.gte), lt=_f(c.lt), lte=_f(c.lte))))
+    return out
+
+
+def _f(bound: Any) -> float | None:
+    return None if bound is None else float(bound)
 
 
 def free_bytes(path: Path) -> int:

@@ -14,9 +14,13 @@ from qdrant_client import AsyncQdrantClient
 from qdrant_client import models as qm
 
 from domain.errors import DimensionMismatch, VectorIndexError
+from domain.filters import Condition
 from domain.vectors import (
+    AGENT_ID_FIELD,
     CREATED_AT_FIELD,
     SESSION_ID_FIELD,
+    USER_ID_FIELD,
+    payload_key,
     PointBatch,
     VectorFilter,
     VectorHit,
@@ -41,7 +45,28 @@ def server_filter(filter: VectorFilter | None) -> qm.Filter | None:
                 ),
             )
         )
+    for field, value in ((USER_ID_FIELD, filter.user_id), (AGENT_ID_FIELD, filter.agent_id)):
+        if value is not None:
+            must.append(qm.FieldCondition(key=field, match=qm.MatchValue(value=value)))
+    for condition in filter.metadata:
+        must.extend(_metadata_conditions(condition))
     return qm.Filter(must=must)
+
+
+def _metadata_conditions(c: Condition) -> list[Any]:
+    """One indexable metadata condition (``domain.vectors.indexable``) as qdrant-client conditions."""
+    key, out = payload_key(c.key), []
+    if c.equals is not None:
+        first = c.equals[0]
+        if isinstance(first, str) and len(c.equals) > 1:
+            out.append(qm.FieldCondition(key=key, match=qm.MatchAny(any=list(c.equals))))
+        elif isinstance(first, str):
+            out.append(qm.FieldCondition(key=key, match=qm.MatchValue(value=first)))
+        else:  # one number: a closed range, so 1 matches 1.0 as it does in MetadataFilter
+            out.append(qm.FieldCondition(key=key, range=qm.Range(gte=first, lte=first)))
+    if any(b is not None for b in (c.gt, c.gte, c.lt, c.lte)):
+        out.append(qm.FieldCondition(key=key, range=qm.Range(gt=c.gt, gte=c.gte, lt=c.lt, lte=c.lte)))
+    return out
 
 
 class QdrantServerIndex:
@@ -263,3 +288,7 @@ class QdrantServerIndex:
         await self._client.create_payload_index(
             name, CREATED_AT_FIELD, field_schema=qm.PayloadSchemaType.DATETIME, wait=True
         )
+        for owner in (USER_ID_FIELD, AGENT_ID_FIELD):  # scoped search filters inside the index
+            await self._client.create_payload_index(
+                name, owner, field_schema=qm.PayloadSchemaType.KEYWORD, wait=True
+            )

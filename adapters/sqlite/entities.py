@@ -126,7 +126,22 @@ class EntityTx(Writes):
         ).fetchone()
         return Upserted(rows.relationship_of(row), created)
 
+    def delete_owned(self, user_id: str) -> tuple[list[int], int]:
+        conn = self._conn
+        ids = [r[0] for r in conn.execute("SELECT id FROM entities WHERE user_id = ? ORDER BY id", (user_id,))]
+        edges = conn.execute(
+            "DELETE FROM relationships WHERE user_id = ? OR from_id IN (SELECT id FROM entities WHERE user_id = ?)"
+            " OR to_id IN (SELECT id FROM entities WHERE user_id = ?)", (user_id, user_id, user_id),
+        ).rowcount
+        conn.execute("DELETE FROM entities WHERE user_id = ?", (user_id,))
+        return ids, edges
+
     def unrelate(self, from_id: int, to_id: int, label: str) -> bool:
         return self._conn.execute(
             "DELETE FROM relationships WHERE from_id = ? AND to_id = ? AND label = ?", (from_id, to_id, label)
         ).rowcount > 0
+
+    def delete_expired(self, now: str, limit: int) -> list[int]:
+        return [r[0] for r in self._conn.execute(
+            "DELETE FROM entities WHERE id IN (SELECT id FROM entities WHERE expires_at IS NOT NULL AND expires_at <= ?"
+            " ORDER BY expires_at, id LIMIT ?) RETURNING id", (now, limit))]

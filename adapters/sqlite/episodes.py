@@ -111,3 +111,8 @@ class EpisodeTx(Writes):
 
     def delete(self, episode_id: int) -> bool:
         return self._delete("episodes", episode_id)
+
+    def delete_expired(self, now: str, limit: int) -> list[int]:
+        return [r[0] for r in self._conn.execute(
+            "DELETE FROM episodes WHERE id IN (SELECT id FROM episodes WHERE expires_at IS NOT NULL AND expires_at <= ?"
+            " ORDER BY expires_at, id LIMIT ?) RETURNING id", (now, limit))]

@@ -46,6 +46,17 @@ class SessionTx(Writes):
         row = self._conn.execute("SELECT * FROM sessions WHERE id = ?", (session_id,)).fetchone()
         return rows.session_of(row) if row else None
 
+    def delete_owned(self, user_id: str) -> tuple[list[int], int, int]:
+        conn = self._conn
+        ids = [r[0] for r in conn.execute("SELECT id FROM sessions WHERE user_id = ? ORDER BY id", (user_id,))]
+        if not ids:
+            return [], 0, 0
+        # episodes and summaries carry their session's user_id: counted by the same index
+        episodes = conn.execute("SELECT count(*) FROM episodes WHERE user_id = ?", (user_id,)).fetchone()[0]
+        summaries = conn.execute("SELECT count(*) FROM summaries WHERE user_id = ?", (user_id,)).fetchone()[0]
+        conn.execute("DELETE FROM sessions WHERE user_id = ?", (user_id,))  # the rest by ON DELETE CASCADE
+        return ids, episodes, summaries
+
     def delete(self, session_id: int) -> bool:
         return self._delete("sessions", session_id)  # episodes and summaries go by ON DELETE CASCADE
 

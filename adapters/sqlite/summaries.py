@@ -64,3 +64,8 @@ class SummaryTx(Writes):
 
     def delete(self, summary_id: int) -> bool:
         return self._delete("summaries", summary_id)
+
+    def delete_expired(self, now: str, limit: int) -> list[int]:
+        return [r[0] for r in self._conn.execute(
+            "DELETE FROM summaries WHERE id IN (SELECT id FROM summaries WHERE expires_at IS NOT NULL AND expires_at <= ?"
+            " ORDER BY expires_at, id LIMIT ?) RETURNING id", (now, limit))]

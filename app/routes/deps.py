@@ -19,7 +19,7 @@ from domain.context import ContextService
 from domain.listing import MAX_CURSOR, MAX_FILTER_TEXT
 from domain.limits import MAX_ID, MAX_LIMIT, MAX_NAME, MAX_OFFSET
 from domain.retrieval import SearchService
-from domain.services import EntityService, EpisodeService, SessionService, SummaryService
+from domain.services import EntityService, EpisodeService, SessionService, SummaryService, UserService
 
 PathId = Annotated[int, Parameter(ge=1, le=MAX_ID, description="a positive integer id")]
 Limit = Annotated[int, Parameter(ge=1, le=MAX_LIMIT, description=f"page size, 1-{MAX_LIMIT}")]
@@ -52,7 +52,7 @@ def ids_are_digits(connection: ASGIConnection, _: BaseRouteHandler) -> None:
     """A guard on every route: a path id is ASCII digits (a leading "-" is left to the range check). Converting the path text to ``PathId``
     alone would take "1.0" and "1e0" as 1, so ``DELETE /sessions/1e0`` would delete session 1."""
     for name, value in connection.path_params.items():
-        if name.endswith("_id") and name != "external_id" and not (
+        if name.endswith("_id") and name not in ("external_id", "user_id") and not (
             isinstance(value, str) and _INTEGER.fullmatch(value)
         ):
             raise NotFoundException(f"no such resource: {connection.url.path}")
@@ -84,8 +84,12 @@ def dependencies(container) -> dict[str, Provide]:
     def context_service() -> ContextService:
         return container.context()
 
+    def user_service() -> UserService:
+        return container.users()
+
     return {fn.__name__: Provide(fn, sync_to_thread=False) for fn in (
-        session_service, episode_service, entity_service, summary_service, search_service, context_service)}
+        session_service, episode_service, entity_service, summary_service, search_service, context_service,
+        user_service)}
 
 
 ERROR_DESCRIPTIONS = {

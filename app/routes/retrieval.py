@@ -6,7 +6,11 @@ from litestar.datastructures import State
 from app.routes.deps import errors
 from app.routes.examples import ContextRequestBody, SearchRequestBody
 from app.schemas import ContextOut, RankerOut, SearchOut, context_out, search_out
+import msgspec
+
 from domain.context import ContextService
+from domain.filters import parse_filter
+from domain.models import Owner
 from domain.retrieval import SearchQuery, SearchService
 
 
@@ -19,22 +23,29 @@ class RetrievalController(Controller):
               'Embeds the query, searches the vector index and FTS5 concurrently, and fuses both legs '
               "with the chosen ranker (`GET /rankers`). Each hit carries its final score and each leg's "
               'rank and score. With the embedder or vector index down the answer comes from the keyword '
-              'leg with `degraded: true`.'
+              'leg with `degraded: true`. `userId` / `agentId` search every session of that user / agent '
+              '(with `sessionId` too, the session must be theirs); `filter.metadata` keeps records whose '
+              'metadata matches (both legs); `minScore` drops hits whose fused score is lower (the scale '
+              "is the ranker's, see the README)."
           ), status_code=200)
     async def search(self, data: SearchRequestBody, search_service: SearchService) -> SearchOut:
         query = SearchQuery(data.query, data.limit, data.session_id, tuple(data.sources), data.ranker,
-                            data.since, data.until)
+                            data.since, data.until, Owner(data.user_id, data.agent_id),
+                            parse_filter(msgspec.to_builtins(data.filter)), data.min_score)
         return search_out(await search_service.search(query))
 
     @post("/context", summary="The context package for a prompt, cut to a token budget",
           responses=errors(400, 404, 413),
           description=(
               'Recent episodes of the session, the most relevant older ones, matching summaries and the '
-              'entities they mention with their relationships, deduplicated and cut to `tokenBudget`.'
+              'entities they mention with their relationships, deduplicated and cut to `tokenBudget`. '
+              'With `userId` / `agentId` the relevant memory spans all their sessions (`sessionId` is then '
+              'optional and gives the recent episodes).'
           ), status_code=200)
     async def context(self, data: ContextRequestBody, context_service: ContextService) -> ContextOut:
         return context_out(await context_service.build(data.query, data.session_id, data.token_budget,
-                                               data.recent_episodes, data.relevant_limit, data.ranker))
+                                               data.recent_episodes, data.relevant_limit, data.ranker,
+                                               Owner(data.user_id, data.agent_id)))
 
     @get("/rankers", summary="Installed rankers and the plugin that provides each", responses=errors())
     async def rankers(self, state: State) -> list[RankerOut]:

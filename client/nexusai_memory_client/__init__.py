@@ -11,13 +11,14 @@ own msgspec Structs (``models``); every failure raises ``MemoryServiceError``.
 from nexusai_memory_client.aio import AsyncMemoryClient
 from nexusai_memory_client.calls import MemoryServiceError
 from nexusai_memory_client.models import (
-    ContextPackage, CursorPage, Entity, EntityPage, Episode, EpisodePage, EpisodeSearch, NewEpisode, Ranker, Relationship,
-    SearchHit, SearchResult, Session, SessionPage, Summary,
+    ContextPackage, CursorPage, Entity, EntityPage, Episode, EpisodePage, EpisodeSearch, Forgotten, NewEpisode,
+    Ranker, Relationship, SearchHit, SearchResult, Session, SessionPage, Summary,
 )
 from nexusai_memory_client.sync import MemoryClient
 
 __all__ = [
-    "AsyncMemoryClient", "ContextPackage", "CursorPage", "Entity", "EntityPage", "Episode", "EpisodePage", "EpisodeSearch",
+    "AsyncMemoryClient", "ContextPackage", "CursorPage", "Entity", "EntityPage", "Episode", "EpisodePage",
+    "EpisodeSearch", "Forgotten",
     "MemoryClient", "MemoryServiceError", "NewEpisode", "Ranker", "Relationship", "SearchHit", "SearchResult",
     "Session", "SessionPage", "Summary",
 ]

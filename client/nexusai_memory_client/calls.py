@@ -15,8 +15,8 @@ import httpx
 import msgspec
 
 from nexusai_memory_client.models import (
-    ContextPackage, CursorPage, Entity, EntityPage, Episode, EpisodePage, EpisodeSearch, Meta, NewEpisode, Ranker, Relationship,
-    SearchResult, Session, SessionPage, Summary,
+    ContextPackage, CursorPage, Entity, EntityPage, Episode, EpisodePage, EpisodeSearch, Forgotten, Meta, NewEpisode,
+    Ranker, Relationship, SearchResult, Session, SessionPage, Summary,
 )
 
 T = TypeVar("T")
@@ -152,12 +152,15 @@ def update_summary(*, summary_id: int, content: str | None, first_episode_id: in
 
 
 # -- sessions -------------------------------------------------------------------------------------
-def create_session(*, external_id: str, metadata: Meta | None) -> Call[Session]:
-    return Call("POST", "/sessions", Session, body=_body(external_id=external_id, metadata=metadata))
+def create_session(*, external_id: str, metadata: Meta | None, user_id: str | None = None,
+                   agent_id: str | None = None) -> Call[Session]:
+    return Call("POST", "/sessions", Session, body=_body(external_id=external_id, metadata=metadata, user_id=user_id,
+                                                         agent_id=agent_id))
 
 
-def list_sessions(*, limit: int, offset: int) -> Call[SessionPage]:
-    return Call("GET", "/sessions", SessionPage, {"limit": limit, "offset": offset})
+def list_sessions(*, limit: int, offset: int, user_id: str | None = None, agent_id: str | None = None) -> Call[SessionPage]:
+    return Call("GET", "/sessions", SessionPage, {"limit": limit, "offset": offset, "userId": user_id,
+                                                  "agentId": agent_id})
 
 
 def get_session(*, session_id: int) -> Call[Session]:
@@ -165,6 +168,9 @@ def get_session(*, session_id: int) -> Call[Session]:
 
 
 def session_by_external_id(*, external_id: str) -> Call[Session]:
+    if external_id.startswith("/") or external_id.endswith("/"):
+        # Only the query form reaches these (a path segment loses a leading or trailing "/").
+        return Call("GET", "/sessions/by-external", Session, {"externalId": external_id})
     return Call("GET", f"/sessions/by-external/{_segment(external_id)}", Session)
 
 
@@ -186,10 +192,11 @@ def session_summaries(*, session_id: int) -> Call[list[Summary]]:
 
 # -- episodes -------------------------------------------------------------------------------------
 def create_episode(*, session_id: int, user_message: str, ai_response: str, token_count: int | None,
-                   metadata: Meta | None, created_at: datetime | None) -> Call[Episode]:
+                   metadata: Meta | None, created_at: datetime | None,
+                   expires_at: datetime | None = None) -> Call[Episode]:
     return Call("POST", "/episodes", Episode, body=_body(
         session_id=session_id, user_message=user_message, ai_response=ai_response, token_count=token_count,
-        metadata=metadata, created_at=created_at))
+        metadata=metadata, created_at=created_at, expires_at=expires_at))
 
 
 def create_episodes(*, episodes: Sequence[NewEpisode]) -> Call[list[Episode]]:
@@ -216,8 +223,10 @@ def search_episodes(*, q: str, limit: int, session_id: int | None, match: Match)
 
 
 # -- entities and relationships -------------------------------------------------------------------
-def upsert_entity(*, name: str, type: str, notes: str | None, metadata: Meta | None) -> Call[Entity]:
-    return Call("POST", "/entities", Entity, body=_body(name=name, type=type, notes=notes, metadata=metadata))
+def upsert_entity(*, name: str, type: str, notes: str | None, metadata: Meta | None, user_id: str | None = None,
+                  expires_at: datetime | None = None) -> Call[Entity]:
+    return Call("POST", "/entities", Entity, body=_body(name=name, type=type, notes=notes, metadata=metadata,
+                                                        user_id=user_id, expires_at=expires_at))
 
 
 def get_entity(*, entity_id: int) -> Call[Entity]:
@@ -240,9 +249,10 @@ def relationships(*, entity_id: int, direction: Direction) -> Call[list[Relation
     return Call("GET", f"/entities/{_id(entity_id)}/relationships", list[Relationship], {"direction": direction})
 
 
-def upsert_relationship(*, from_id: int, to_id: int, label: str, metadata: Meta | None) -> Call[Relationship]:
+def upsert_relationship(*, from_id: int, to_id: int, label: str, metadata: Meta | None,
+                        user_id: str | None = None) -> Call[Relationship]:
     return Call("POST", "/relationships", Relationship,
-                body=_body(from_id=from_id, to_id=to_id, label=label, metadata=metadata))
+                body=_body(from_id=from_id, to_id=to_id, label=label, metadata=metadata, user_id=user_id))
 
 
 def delete_relationship(*, from_id: int, to_id: int, label: str) -> Call[None]:
@@ -251,10 +261,11 @@ def delete_relationship(*, from_id: int, to_id: int, label: str) -> Call[None]:
 
 # -- summaries ------------------------------------------------------------------------------------
 def create_summary(*, session_id: int, content: str, first_episode_id: int | None, last_episode_id: int | None,
-                   episode_count: int | None, token_count: int | None, metadata: Meta | None) -> Call[Summary]:
+                   episode_count: int | None, token_count: int | None, metadata: Meta | None,
+                   expires_at: datetime | None = None) -> Call[Summary]:
     return Call("POST", "/summaries", Summary, body=_body(
         session_id=session_id, content=content, first_episode_id=first_episode_id, last_episode_id=last_episode_id,
-        episode_count=episode_count, token_count=token_count, metadata=metadata))
+        episode_count=episode_count, token_count=token_count, metadata=metadata, expires_at=expires_at))
 
 
 def get_summary(*, summary_id: int) -> Call[Summary]:
@@ -267,17 +278,24 @@ def delete_summary(*, summary_id: int) -> Call[None]:
 
 # -- retrieval and operations ---------------------------------------------------------------------
 def search(*, query: str, limit: int, session_id: int | None, sources: Sequence[Source], ranker: str | None,
-           since: datetime | None, until: datetime | None) -> Call[SearchResult]:
+           since: datetime | None, until: datetime | None, user_id: str | None = None,
+           agent_id: str | None = None, metadata: Meta | None = None,
+           min_score: float | None = None) -> Call[SearchResult]:
     return Call("POST", "/search", SearchResult, body=_body(
         query=query, limit=limit, session_id=session_id, sources=list(sources), ranker=ranker, since=since,
-        until=until))
+        until=until, user_id=user_id, agent_id=agent_id, filter={"metadata": metadata} if metadata else None,
+        min_score=min_score))
 
 
-def context(*, query: str, session_id: int, token_budget: int, recent_episodes: int, relevant_limit: int,
-            ranker: str | None) -> Call[ContextPackage]:
+def context(*, query: str, session_id: int | None, token_budget: int, recent_episodes: int, relevant_limit: int,
+            ranker: str | None, user_id: str | None = None, agent_id: str | None = None) -> Call[ContextPackage]:
     return Call("POST", "/context", ContextPackage, body=_body(
         query=query, session_id=session_id, token_budget=token_budget, recent_episodes=recent_episodes,
-        relevant_limit=relevant_limit, ranker=ranker))
+        relevant_limit=relevant_limit, ranker=ranker, user_id=user_id, agent_id=agent_id))
+
+
+def forget_user(*, user_id: str) -> Call[Forgotten]:
+    return Call("DELETE", f"/users/{_segment(user_id)}", Forgotten)
 
 
 def rankers() -> Call[list[Ranker]]:

@@ -28,6 +28,7 @@ class NewEpisode(Wire, omit_defaults=True):
     token_count: int | None = None
     metadata: Meta = {}
     created_at: datetime | None = None
+    expires_at: datetime | None = None
 
 
 class Session(Wire):
@@ -36,6 +37,8 @@ class Session(Wire):
     metadata: Meta
     created_at: str
     updated_at: str
+    user_id: str | None = None
+    agent_id: str | None = None
 
 
 class Episode(Wire):
@@ -46,6 +49,7 @@ class Episode(Wire):
     token_count: int | None
     metadata: Meta
     created_at: str
+    expires_at: str | None = None
 
 
 class Entity(Wire):
@@ -56,6 +60,8 @@ class Entity(Wire):
     metadata: Meta
     created_at: str
     updated_at: str
+    user_id: str | None = None
+    expires_at: str | None = None
 
 
 class Relationship(Wire):
@@ -65,6 +71,7 @@ class Relationship(Wire):
     label: str
     metadata: Meta
     created_at: str
+    user_id: str | None = None
 
 
 class Summary(Wire):
@@ -77,6 +84,17 @@ class Summary(Wire):
     token_count: int | None
     metadata: Meta
     created_at: str
+    expires_at: str | None = None
+
+
+class Forgotten(Wire):
+    """What ``forget_user`` removed, per kind."""
+
+    sessions: int
+    episodes: int
+    summaries: int
+    entities: int
+    relationships: int
 
 
 class SessionPage(Wire):
@@ -160,7 +178,7 @@ class Omitted(Wire):
 
 
 class ContextPackage(Wire):
-    session_id: int
+    session_id: int | None
     query: str
     token_budget: int
     tokens_used: int

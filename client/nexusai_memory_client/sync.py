@@ -11,8 +11,8 @@ import httpx
 from nexusai_memory_client import calls as c
 from nexusai_memory_client.calls import Call, Direction, Match, Order, Source, T
 from nexusai_memory_client.models import (
-    ContextPackage, CursorPage, Entity, EntityPage, Episode, EpisodePage, EpisodeSearch, Meta, NewEpisode, Ranker, Relationship,
-    SearchResult, Session, SessionPage, Summary,
+    ContextPackage, CursorPage, Entity, EntityPage, Episode, EpisodePage, EpisodeSearch, Forgotten, Meta, NewEpisode,
+    Ranker, Relationship, SearchResult, Session, SessionPage, Summary,
 )
 
 DEFAULT_TIMEOUT = 30.0
@@ -44,11 +44,14 @@ class MemoryClient:
         self.close()
 
     # -- sessions ---------------------------------------------------------------------------------
-    def create_session(self, *, external_id: str, metadata: Meta | None = None) -> Session:
-        return self.send(c.create_session(external_id=external_id, metadata=metadata))
+    def create_session(self, *, external_id: str, metadata: Meta | None = None, user_id: str | None = None,
+                       agent_id: str | None = None) -> Session:
+        return self.send(c.create_session(external_id=external_id, metadata=metadata, user_id=user_id,
+                                              agent_id=agent_id))
 
-    def list_sessions(self, *, limit: int = 20, offset: int = 0) -> SessionPage:
-        return self.send(c.list_sessions(limit=limit, offset=offset))
+    def list_sessions(self, *, limit: int = 20, offset: int = 0, user_id: str | None = None,
+                      agent_id: str | None = None) -> SessionPage:
+        return self.send(c.list_sessions(limit=limit, offset=offset, user_id=user_id, agent_id=agent_id))
 
     def get_session(self, *, session_id: int) -> Session:
         return self.send(c.get_session(session_id=session_id))
@@ -70,9 +73,11 @@ class MemoryClient:
 
     # -- episodes ---------------------------------------------------------------------------------
     def create_episode(self, *, session_id: int, user_message: str, ai_response: str, token_count: int | None = None,
-                       metadata: Meta | None = None, created_at: datetime | None = None) -> Episode:
+                       metadata: Meta | None = None, created_at: datetime | None = None,
+                       expires_at: datetime | None = None) -> Episode:
         return self.send(c.create_episode(session_id=session_id, user_message=user_message, ai_response=ai_response,
-                                          token_count=token_count, metadata=metadata, created_at=created_at))
+                                          token_count=token_count, metadata=metadata, created_at=created_at,
+                                          expires_at=expires_at))
 
     def create_episodes(self, *, episodes: Sequence[NewEpisode]) -> list[Episode]:
         return self.send(c.create_episodes(episodes=episodes))
@@ -93,8 +98,11 @@ class MemoryClient:
         return self.send(c.search_episodes(q=q, limit=limit, session_id=session_id, match=match))
 
     # -- entities and relationships ---------------------------------------------------------------
-    def upsert_entity(self, *, name: str, type: str, notes: str | None = None, metadata: Meta | None = None) -> Entity:
-        return self.send(c.upsert_entity(name=name, type=type, notes=notes, metadata=metadata))
+    def upsert_entity(self, *, name: str, type: str, notes: str | None = None, metadata: Meta | None = None,
+                      user_id: str | None = None, expires_at: datetime | None = None) -> Entity:
+        """Unique by (user_id, name, type); without ``user_id`` the global entity, as before owners."""
+        return self.send(c.upsert_entity(name=name, type=type, notes=notes, metadata=metadata, user_id=user_id,
+                                         expires_at=expires_at))
 
     def get_entity(self, *, entity_id: int) -> Entity:
         return self.send(c.get_entity(entity_id=entity_id))
@@ -111,9 +119,10 @@ class MemoryClient:
     def relationships(self, *, entity_id: int, direction: Direction = "out") -> list[Relationship]:
         return self.send(c.relationships(entity_id=entity_id, direction=direction))
 
-    def upsert_relationship(self, *, from_id: int, to_id: int, label: str,
-                            metadata: Meta | None = None) -> Relationship:
-        return self.send(c.upsert_relationship(from_id=from_id, to_id=to_id, label=label, metadata=metadata))
+    def upsert_relationship(self, *, from_id: int, to_id: int, label: str, metadata: Meta | None = None,
+                            user_id: str | None = None) -> Relationship:
+        return self.send(c.upsert_relationship(from_id=from_id, to_id=to_id, label=label, metadata=metadata,
+                                               user_id=user_id))
 
     def delete_relationship(self, *, from_id: int, to_id: int, label: str) -> None:
         return self.send(c.delete_relationship(from_id=from_id, to_id=to_id, label=label))
@@ -121,10 +130,11 @@ class MemoryClient:
     # -- summaries --------------------------------------------------------------------------------
     def create_summary(self, *, session_id: int, content: str, first_episode_id: int | None = None,
                        last_episode_id: int | None = None, episode_count: int | None = None,
-                       token_count: int | None = None, metadata: Meta | None = None) -> Summary:
+                       token_count: int | None = None, metadata: Meta | None = None,
+                       expires_at: datetime | None = None) -> Summary:
         return self.send(c.create_summary(session_id=session_id, content=content, first_episode_id=first_episode_id,
                                           last_episode_id=last_episode_id, episode_count=episode_count,
-                                          token_count=token_count, metadata=metadata))
+                                          token_count=token_count, metadata=metadata, expires_at=expires_at))
 
     def get_summary(self, *, summary_id: int) -> Summary:
         return self.send(c.get_summary(summary_id=summary_id))
@@ -169,14 +179,24 @@ class MemoryClient:
     # -- retrieval and operations -----------------------------------------------------------------
     def search(self, *, query: str, limit: int = 10, session_id: int | None = None,
                sources: Sequence[Source] = ("episodes",), ranker: str | None = None, since: datetime | None = None,
-               until: datetime | None = None) -> SearchResult:
+               until: datetime | None = None, user_id: str | None = None, agent_id: str | None = None,
+               metadata: Meta | None = None, min_score: float | None = None) -> SearchResult:
+        """``user_id``/``agent_id``: every session of theirs; ``metadata``: the ``filter.metadata``
+        conditions; ``min_score``: the lowest fused score kept (the ranker's scale)."""
         return self.send(c.search(query=query, limit=limit, session_id=session_id, sources=sources, ranker=ranker,
-                                  since=since, until=until))
+                                  since=since, until=until, user_id=user_id, agent_id=agent_id, metadata=metadata,
+                                  min_score=min_score))
 
-    def context(self, *, query: str, session_id: int, token_budget: int, recent_episodes: int = 5,
-                relevant_limit: int = 10, ranker: str | None = None) -> ContextPackage:
+    def context(self, *, query: str, token_budget: int, session_id: int | None = None, recent_episodes: int = 5,
+                relevant_limit: int = 10, ranker: str | None = None, user_id: str | None = None,
+                agent_id: str | None = None) -> ContextPackage:
         return self.send(c.context(query=query, session_id=session_id, token_budget=token_budget,
-                                   recent_episodes=recent_episodes, relevant_limit=relevant_limit, ranker=ranker))
+                                   recent_episodes=recent_episodes, relevant_limit=relevant_limit, ranker=ranker,
+                                   user_id=user_id, agent_id=agent_id))
+
+    def forget_user(self, *, user_id: str) -> Forgotten:
+        """Delete everything ``user_id`` owns; the counts per kind (zeros for an unknown user)."""
+        return self.send(c.forget_user(user_id=user_id))
 
     def rankers(self) -> list[Ranker]:
         return self.send(c.rankers())

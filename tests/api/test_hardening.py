@@ -127,7 +127,9 @@ UNKNOWN_FIELD_BODIES = [
     ("DELETE", "/relationships", {"fromId": 1, "toId": 2, "label": "l", "id": 1}, "id"),
     ("POST", "/summaries", {"sessionId": "{sid}", "content": "c", "title": "t"}, "title"),
     ("POST", "/search", {"query": "x", "filters": {"sessionId": 1}}, "filters"),
-    ("POST", "/search", {"query": "x", "minScore": 0.5}, "minScore"),
+    # minScore became a field with issue 14; its misspellings stay unknown
+    ("POST", "/search", {"query": "x", "min_score": 0.5}, "min_score"),
+    ("POST", "/search", {"query": "x", "filter": {"meta": {}}}, "filter.meta"),
     ("POST", "/context", {"query": "x", "sessionId": "{sid}", "tokenBudget": 10, "maxTokens": 5}, "maxTokens"),
 ]
 

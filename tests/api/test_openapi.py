@@ -15,6 +15,7 @@ DOCUMENTED = {
     ("delete", "/sessions/{session_id}"): {400, 401, 404},
     ("get", "/sessions/by-external/{external_id}"): {400, 401, 404},
     ("get", "/sessions/by-external"): {400, 401, 404},
+    ("delete", "/users/{user_id}"): {400, 401},
     ("get", "/sessions/{session_id}/episodes"): {400, 401, 404},
     ("get", "/sessions/{session_id}/summaries"): {400, 401, 404},
     ("post", "/episodes"): {400, 401, 404, 413},

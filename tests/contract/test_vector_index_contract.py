@@ -440,3 +440,64 @@ async def test_edge_writes_refuse_below_the_disk_reserve_and_say_disk_low(tmp_pa
         assert "disk low" in (index.disk_low() or "")
     finally:
         await index.close()
+
+
+async def test_search_filtered_by_owner_keeps_that_users_and_agents_points(index: VectorIndex, collection: str) -> None:
+    owners = [("u1", "a1"), ("u1", "a2"), ("u2", "a1"), (None, None)]
+    points = [VectorPoint(i, unit(0, tilt=i / 10), point_payload(format_timestamp(T0), 1, *owners[i % 4]))
+              for i in range(1, 13)]
+    await index.upsert(collection, points)
+    assert sorted(ids(await index.search(collection, unit(0), 20, VectorFilter(user_id="u1")))) == [1, 4, 5, 8, 9, 12]
+    assert sorted(ids(await index.search(collection, unit(0), 20, VectorFilter(agent_id="a1")))) == [2, 4, 6, 8, 10, 12]
+    both = VectorFilter(user_id="u1", agent_id="a2", session_id=1)
+    assert sorted(ids(await index.search(collection, unit(0), 20, both))) == [1, 5, 9]
+    await index.delete_by_filter(collection, VectorFilter(user_id="u1"))
+    assert sorted(await index.point_ids(collection)) == [2, 3, 6, 7, 10, 11]
+
+
+# Metadata the points carry, and filters over it: the reference is ``VectorFilter.matches``
+# (MetadataFilter's semantics on the payload's scalar metadata); every adapter must agree with it.
+METADATA = [
+    {"tier": "gold", "n": 1, "x": 1.5, "ok": True, "dotted.key": "a", "spaced key": "b"},
+    {"tier": "silver", "n": 2, "x": -3.0, "ok": False, "dotted.key": "b", "list": [1, 2]},
+    {"tier": "gold", "n": 2.0, "ok": 1, "nested": {"tier": "gold"}},
+    {"tier": 1, "n": "1", "ok": "true", "x": 10},
+    {"tier": "bronze", "n": 9007199254740992, "é/ü:@": "yes"},
+    {},
+]
+FILTERS = [
+    {"tier": "gold"}, {"tier": {"in": ["gold", "bronze"]}}, {"tier": 1}, {"n": 2}, {"n": 1},
+    {"n": {"gte": 1, "lt": 2}}, {"x": {"gt": -3}}, {"x": {"lte": 1.5, "gte": -3.0}}, {"ok": 1},
+    {"dotted.key": "a"}, {"spaced key": {"in": ["a", "b"]}}, {"é/ü:@": "yes"}, {"tier": "gold", "n": {"gte": 2}},
+    {"list": 1}, {"nested": "gold"}, {"n": {"gt": 9007199254740991}}, {"tier": "none"},
+]
+
+
+@pytest.mark.parametrize("raw", FILTERS, ids=[str(f) for f in FILTERS])
+async def test_every_adapter_agrees_with_the_reference_metadata_filter(
+    index: VectorIndex, collection: str, raw: dict
+) -> None:
+    from domain.filters import parse_filter
+    from domain.vectors import index_part
+
+    inside, rest = index_part(parse_filter({"metadata": raw}))
+    assert not rest  # every filter above can be applied inside the index
+    points = [VectorPoint(i + 1, unit(0, tilt=i / 10), point_payload(format_timestamp(T0), 1, metadata=m))
+              for i, m in enumerate(METADATA)]
+    await index.upsert(collection, points)
+    flt = VectorFilter(metadata=inside)
+    expected = sorted(p.id for p in points if flt.matches(p.payload))
+    assert sorted(ids(await index.search(collection, unit(0), 20, flt))) == expected
+
+
+def test_conditions_an_index_cannot_test_exactly_stay_outside_it() -> None:
+    from domain.filters import parse_filter
+    from domain.vectors import index_part
+
+    raw = {"a": {"exists": True}, "b": {"gte": "2025"}, "c": {"in": [1, 2]}, 'q"uote': "x", "d": 2**60,
+           "f": True, "e": "ok"}
+    inside, rest = index_part(parse_filter({"metadata": raw}))
+    assert [c.key for c in inside] == ["e"]
+    assert [c.key for c in rest.conditions] == ["a", "b", "c", 'q"uote', "d", "f"]
+    with pytest.raises(ValueError):
+        VectorFilter(metadata=rest.conditions)

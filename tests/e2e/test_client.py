@@ -140,3 +140,28 @@ def test_the_client_package_imports_nothing_of_the_server():
     server_side = {"app", "domain", "ports", "adapters", "litestar", "qdrant_client", "uvicorn"}
     assert sorted(m for m in loaded if m.split(".")[0] in server_side) == []
     assert "httpx" in loaded and "msgspec" in loaded
+
+
+def test_the_clients_carry_owners_filters_and_forgetting(server):
+    import asyncio
+
+    with MemoryClient(server.url, api_key=API_KEY) as memory:
+        mine = memory.create_session(external_id="/owned/", user_id="client-alice", agent_id="tutor")
+        assert (mine.user_id, mine.agent_id) == ("client-alice", "tutor")
+        assert memory.session_by_external_id(external_id="/owned/").id == mine.id
+        assert [s.id for s in memory.list_sessions(user_id="client-alice").items] == [mine.id]
+        memory.create_episode(session_id=mine.id, user_message="penguins in Lisbon", ai_response="ok",
+                              metadata={"topic": "birds"})
+        entity = memory.upsert_entity(name="Ada", type="person", user_id="client-alice")
+        assert entity.user_id == "client-alice"
+        hits = memory.search(query="penguins", user_id="client-alice", metadata={"topic": "birds"}, min_score=0).hits
+        assert len(hits) == 1
+        assert memory.search(query="penguins", user_id="client-alice", metadata={"topic": "fish"}).hits == []
+        assert memory.context(query="penguins", user_id="client-alice", token_budget=500).session_id is None
+
+    async def forget():
+        async with AsyncMemoryClient(server.url, api_key=API_KEY) as memory:
+            return await memory.forget_user(user_id="client-alice")
+
+    forgotten = asyncio.run(forget())
+    assert (forgotten.sessions, forgotten.episodes, forgotten.entities) == (1, 1, 1)

@@ -68,6 +68,20 @@ async def test_an_assistant_remembers_and_recalls_over_stdio(tmp_path):
         assert [e["name"] for e in looked_up["related"]] == ["Ana"]
         assert [e["name"] for e in (await call(client, "find_entities", name="lis"))["entities"]] == ["Lisbon"]
 
+        # Owners: a user's memory spans their sessions; metadata filters and minScore narrow a search.
+        mine = await call(client, "remember", session="alice-1", user_id="alice", user_message="penguins swim",
+                          ai_response="ok", metadata={"topic": "birds"})
+        assert mine["session"]["userId"] == "alice"
+        await call(client, "remember", session="alice-2", user_id="alice", user_message="penguins dive",
+                   ai_response="ok", metadata={"topic": "fish"})
+        scoped = await call(client, "search", query="penguins", user_id="alice", metadata={"topic": "birds"})
+        assert [h["id"] for h in scoped["hits"]] == [mine["episode"]["id"]]
+        assert (await call(client, "search", query="penguins", user_id="bob"))["hits"] == []
+        spanning = await call(client, "build_context", query="penguins", user_id="alice", token_budget=500)
+        assert len(spanning["relevantEpisodes"]) == 2
+        assert (await call(client, "list_sessions", user_id="alice"))["total"] == 2
+        assert (await call(client, "upsert_entity", name="Ana", type="person", user_id="alice"))["created"] is True
+
     # The tools wrote to the same store the REST API serves.
     with ServiceProcess(service_env(db)) as rest:
         session = httpx.get(f"{rest.url}/sessions/by-external/chat-7").json()

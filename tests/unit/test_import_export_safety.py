@@ -157,3 +157,35 @@ def test_backups_and_new_databases_are_private(tmp_path, exported):
     with pytest.raises(BackupError):
         backup_store(str(db), dangling)
     assert not (tmp_path / "elsewhere.db").exists()
+
+
+def test_owners_and_expiry_survive_export_and_import(tmp_path: Path) -> None:
+    from domain.models import NewEntity, NewRelationship, NewSummary, Owner
+
+    db, copy = tmp_path / "a.db", tmp_path / "b.db"
+
+    async def fill() -> None:
+        store = SqliteStore.open(str(db))
+        s = await store.uow.run(lambda tx: writes.create_session(tx, "c", {}, Owner("u1", "bot")))
+        await store.uow.run(lambda tx: writes.add_episodes(tx, [NewEpisode(s.id, "u", "a", expires_at="2999-01-01T00:00:00Z")]))
+        await store.uow.run(lambda tx: writes.add_summary(tx, NewSummary(s.id, "sum")))
+        a = (await store.uow.run(lambda tx: writes.upsert_entity(tx, NewEntity("Ada", "p", user_id="u1")))).item
+        await store.uow.run(lambda tx: writes.relate(tx, NewRelationship(a.id, a.id, "self", user_id="u1")))
+        await store.close()
+
+    asyncio.run(fill())
+    export_store(str(db), tmp_path / "out.jsonl")
+    import_store(str(copy), tmp_path / "out.jsonl")
+
+    async def read() -> tuple:
+        store = SqliteStore.open(str(copy))
+        try:
+            return (await store.sessions.get(1), await store.episodes.get(1), await store.summaries.get(1),
+                    await store.entities.get(1), (await store.entities.relationships_of(1, "out"))[0])
+        finally:
+            await store.close()
+
+    session, episode, summary, entity, edge = asyncio.run(read())
+    assert (session.user_id, session.agent_id) == ("u1", "bot")
+    assert (episode.user_id, episode.agent_id, episode.expires_at) == ("u1", "bot", "2999-01-01T00:00:00.000Z")
+    assert summary.user_id == "u1" and entity.user_id == "u1" and edge.user_id == "u1"
