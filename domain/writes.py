@@ -215,6 +215,7 @@ def forget_user(tx: Transaction, user_id: str) -> dict[str, int]:
     if entities:
         tx.outbox.enqueue(ENTITIES.name, "delete", entities)
     history = forget_history_of_user(tx, user_id)  # forgetting means forgetting: their versions too
+    history += sum(tx.history.forget_session(session_id) for session_id in sessions)  # and their sessions'
     return {"sessions": len(sessions), "episodes": episodes, "summaries": summaries,
             "entities": len(entities), "relationships": relationships, "history": history}
 
