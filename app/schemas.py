@@ -143,22 +143,6 @@ class CreateSummary(Body):
         self.expires_at = _utc(self.expires_at, "expiresAt")
 
 
-class UpdateEntity(Body):
-    name: Name | None = None
-    type: Name | None = None
-    notes: Text | None = None
-    metadata: Meta | None = None
-
-
-class UpdateSummary(Body):
-    content: Text | None = None
-    first_episode_id: Id | None = None
-    last_episode_id: Id | None = None
-    episode_count: Count | None = None
-    token_count: Count | None = None
-    metadata: Meta | None = None
-
-
 SourceName = Source  # the record kinds, from the one table in domain/record_kinds.py
 
 

@@ -1,10 +1,10 @@
-"""Wire schemas of what changed: a record's versions (history), the change feed's events, and what forgetting a user removed."""
+"""Wire schemas of what changes: PATCH bodies of entities and summaries, a record's versions (history), the change feed's events, and what forgetting a user removed."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from app.schemas import Camel, Meta
+from app.schemas import Body, Camel, Count, Id, Meta, Name, Text
 
 
 class VersionOut(Camel):
@@ -70,3 +70,20 @@ class ForgottenOut(Camel):
     entities: int
     relationships: int
     history: int  # versions of those records' history, forgotten with them
+
+
+# -- PATCH bodies of entities and summaries ------------------------------------------------------
+class UpdateEntity(Body):
+    name: Name | None = None
+    type: Name | None = None
+    notes: Text | None = None
+    metadata: Meta | None = None
+
+
+class UpdateSummary(Body):
+    content: Text | None = None
+    first_episode_id: Id | None = None
+    last_episode_id: Id | None = None
+    episode_count: Count | None = None
+    token_count: Count | None = None
+    metadata: Meta | None = None

@@ -15,8 +15,9 @@ from litestar.params import Body
 
 from app.schemas import (
     ContextRequest, CreateEpisode, CreateSession, CreateSummary, DeleteRelationship, EpisodeBatch, SearchRequest,
-    UpdateEntity, UpdateEpisode, UpdateSession, UpdateSummary, UpsertEntity, UpsertRelationship,
+    UpdateEpisode, UpdateSession, UpsertEntity, UpsertRelationship,
 )
+from app.schemas_changes import UpdateEntity, UpdateSummary
 
 EXAMPLES: dict[type, dict[str, Any]] = {
     CreateSession: {"externalId": "conv-42", "metadata": {"user": "ana"}},
