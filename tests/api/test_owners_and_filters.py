@@ -126,7 +126,8 @@ def test_forgetting_a_user_removes_everything_they_own_and_answers_the_counts(cl
                                         "userId": "alice"})
     response = client.delete("/users/alice")
     assert response.status_code == 200, response.text
-    assert response.json() == {"sessions": 2, "episodes": 2, "summaries": 1, "entities": 1, "relationships": 2}
+    assert response.json() == {"sessions": 2, "episodes": 2, "summaries": 1, "entities": 1, "relationships": 2,
+                               "history": 0}
     for gone in (f"/sessions/{sessions['alice1']}", f"/episodes/{people['alice1']}", f"/entities/{ada['id']}"):
         assert client.get(gone).status_code == 404
     assert hit_ids(search(client, userId="alice")) == []
