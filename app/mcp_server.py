@@ -43,6 +43,7 @@ from domain.limits import (
 from domain.filters import parse_filter
 from domain.models import NewEntity, NewEpisode, NewRelationship, Owner, Session
 from domain.retrieval import SearchQuery
+from domain.services import check_session_owner
 
 log = logging.getLogger("nexusai.mcp")
 
@@ -116,6 +117,7 @@ def build_server(container: Container, wrote: Callable[[], None] = lambda: None)
         owner is set once). It becomes searchable at once by keyword, and by meaning as soon as it
         is embedded."""
         found = await session_named(session, create=True, owner=Owner(user_id, agent_id))
+        check_session_owner(found, Owner(user_id, agent_id))
         episode = await episodes.add(NewEpisode(session_id=found.id, user_message=user_message,
                                                 ai_response=ai_response, token_count=token_count,
                                                 metadata=metadata or {}))

@@ -24,6 +24,7 @@ from typing import Any, Generic, Literal, TypeVar
 from domain.errors import Invalid
 from domain.filters import MetadataFilter, parse_filter
 from domain.limits import MAX_ID, MAX_LIMIT
+from domain.models import parse_timestamp
 
 T = TypeVar("T")
 
@@ -110,11 +111,21 @@ def decode_cursor(cursor: str | None, kind: ListKind, order: Order) -> Position 
     except (ValueError, TypeError, binascii.Error):
         raise bad from None
     if (version, got_kind) != (_CURSOR_VERSION, kind) or not isinstance(created_at, str) or len(created_at) > 64 \
-            or type(record_id) is not int or not 0 <= record_id <= MAX_ID:
+            or type(record_id) is not int or not 0 <= record_id <= MAX_ID or not _is_timestamp(created_at):
         raise bad
     if got_order != order:
         raise Invalid(f"cursor was made for order={got_order}; ask with the same order", field="cursor")
     return Position(created_at, record_id)
+
+
+def _is_timestamp(text: str) -> bool:
+    """Whether a cursor's position names an instant (an edited one that does not would page from a
+    point no record has: a silently empty or repeated page)."""
+    try:
+        parse_timestamp(text)
+    except ValueError:
+        return False
+    return True
 
 
 # -- the rules a list request satisfies ----------------------------------------------------------

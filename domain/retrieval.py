@@ -8,6 +8,7 @@ memory even while its embeddings are unavailable.
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -19,7 +20,7 @@ from domain.keywords import recall_query
 from domain.limits import MAX_QUERY, MAX_SEARCH_LIMIT
 from domain.models import Entity, Episode, Summary, parse_timestamp
 from domain.ranking import MAX_CONTEXT_WINDOW, SOURCES, Candidate, Context, Key, LegHit, RankingRequest
-from domain.services import check_limit, check_owner, check_text
+from domain.services import check_limit, check_owner, check_session_owner, check_text
 from domain.filters import MetadataFilter
 from domain.models import Owner
 from domain.vectors import VectorFilter, index_part
@@ -111,14 +112,13 @@ class SearchService:
         if q.since and q.until and q.since > q.until:
             raise Invalid("since must not be after until", field="since")
         check_owner(q.owner)
+        if q.min_score is not None and not math.isfinite(q.min_score):
+            raise Invalid("minScore must be a finite number", field="minScore")
         if q.session_id is not None:
             session = await self._store.sessions.get(q.session_id)
             if session is None:
                 raise NotFound(f"session {q.session_id} does not exist", field="sessionId")
-            for field, wanted, has in (("userId", q.owner.user_id, session.user_id),
-                                       ("agentId", q.owner.agent_id, session.agent_id)):
-                if wanted is not None and wanted != has:
-                    raise Invalid(f"session {q.session_id} does not belong to {field} {wanted!r}", field=field)
+            check_session_owner(session, q.owner)
         ranker = self._rankers.get(q.ranker or self._default)
         depth = max(MIN_DEPTH, q.limit * 3)
         inside, outside = index_part(q.metadata)

@@ -80,6 +80,16 @@ def check_owner(owner: Owner) -> Owner:
     return owner
 
 
+def check_session_owner(session: Session, owner: Owner) -> Session:
+    """A session named together with an owner must be theirs (its owner is fixed at creation):
+    ``Invalid`` naming ``userId``/``agentId`` otherwise, never a silent read or write of another's."""
+    for field, wanted, has in (("userId", owner.user_id, session.user_id),
+                               ("agentId", owner.agent_id, session.agent_id)):
+        if wanted is not None and wanted != has:
+            raise Invalid(f"session {session.id} does not belong to {field} {wanted!r}", field=field)
+    return session
+
+
 def _found(item, what: str, item_id: int | str):
     if item is None:
         raise NotFound(f"{what} {item_id} does not exist")

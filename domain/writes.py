@@ -89,7 +89,15 @@ def add_episodes(tx: Transaction, new: Sequence[NewEpisode]) -> list[Episode]:
     return episodes
 
 
+def _expired(record: Any) -> bool:
+    """Whether a record read inside a transaction (those reads do not hide expired rows, the sweep
+    needs them) has expired: a change must not reach it, as no read does."""
+    return record is not None and record.expires_at is not None and record.expires_at <= utc_now()
+
+
 def update_episode(tx: Transaction, episode_id: int, changes: EpisodeChanges) -> Episode | None:
+    if _expired(tx.episodes.get(episode_id)):
+        return None
     changed = tx.episodes.update(episode_id, changes)
     if changed is None:
         return None
@@ -116,6 +124,8 @@ def upsert_entity(tx: Transaction, new: NewEntity) -> Upserted[Entity]:
 
 
 def update_entity(tx: Transaction, entity_id: int, changes: EntityChanges) -> Entity | None:
+    if _expired(tx.entities.get(entity_id)):
+        return None
     return _updated(tx, ENTITIES, entity_id, tx.entities.update(entity_id, changes))
 
 
@@ -182,6 +192,8 @@ def add_summary(tx: Transaction, new: NewSummary) -> Summary:
 
 
 def update_summary(tx: Transaction, summary_id: int, changes: SummaryChanges) -> Summary | None:
+    if _expired(tx.summaries.get(summary_id)):
+        return None
     return _updated(tx, SUMMARIES, summary_id, tx.summaries.update(summary_id, changes))
 
 

@@ -3,6 +3,7 @@ filters, order, keyset pages that hold while rows are written, and clear 400s.""
 
 from __future__ import annotations
 
+import base64
 import json
 
 import pytest
@@ -116,6 +117,18 @@ def test_a_cursor_from_another_order_or_another_list_or_garbage_is_a_400(client,
     assert_error(client.get(other, params={"cursor": cursor}), 400, "cursor")
     for garbage in ("x", "!!!", cursor[:-3], "eyJ9"):
         assert_error(client.get(path, params={"cursor": garbage}), 400, "cursor")
+
+
+@pytest.mark.parametrize("path", ["/episodes", "/entities", "/relationships", "/summaries", "/sessions"])
+def test_a_cursor_whose_position_was_edited_is_a_400_not_a_silently_wrong_page(client, session_id, path):
+    """A cursor of the right list and order whose timestamp is not a timestamp ("garbage" sorts
+    after every date: an empty page; NUL before every date: the whole list again) was answered
+    200 with a wrong page; the README promises an edited cursor is a 400."""
+    kind = path.strip("/")
+    for moment in ("garbage", "\u0000", "9999-99-99", ""):
+        raw = json.dumps([1, kind, "asc", moment, 1], separators=(",", ":"))
+        edited = base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
+        assert_error(client.get(path, params={"cursor": edited, "order": "asc"}), 400, "cursor")
 
 
 @pytest.mark.parametrize("path", ["/episodes", "/entities", "/relationships", "/summaries", "/sessions"])

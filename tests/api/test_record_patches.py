@@ -77,3 +77,21 @@ def test_patching_a_summary_changes_content_counts_and_metadata(client, session_
 def test_a_bad_summary_patch_is_a_400_naming_the_field(client, session_id, body, field):
     made = client.post("/summaries", json={"sessionId": session_id, "content": "c"}).json()
     assert_error(client.patch(f"/summaries/{made['id']}", json=body), 400, field)
+
+
+def test_patching_an_expired_record_is_a_404_like_reading_it(client, session_id):
+    """An expired record is never returned (README, Expiry): GET answered 404 but PATCH changed it
+    and answered it, 200, with its content."""
+    past = "2000-01-01T00:00:00Z"
+    made = {
+        "episodes": client.post("/episodes", json={"sessionId": session_id, "userMessage": "gone", "aiResponse": "ok",
+                                                   "expiresAt": past}),
+        "entities": client.post("/entities", json={"name": "Gone", "type": "t", "expiresAt": past}),
+        "summaries": client.post("/summaries", json={"sessionId": session_id, "content": "gone", "expiresAt": past}),
+    }
+    for path, response in made.items():
+        assert response.status_code == 201, response.text
+        record_id = response.json()["id"]
+        assert client.get(f"/{path}/{record_id}").status_code == 404
+        assert_error(client.patch(f"/{path}/{record_id}", json={"metadata": {"k": 1}}), 404)
+        assert client.get(f"/{path}/{record_id}/history").json()["items"] == []

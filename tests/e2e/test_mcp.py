@@ -74,6 +74,13 @@ async def test_an_assistant_remembers_and_recalls_over_stdio(tmp_path):
         assert mine["session"]["userId"] == "alice"
         await call(client, "remember", session="alice-2", user_id="alice", user_message="penguins dive",
                    ai_response="ok", metadata={"topic": "fish"})
+        # A session's owner is set once: an exchange remembered in it for someone else is refused
+        # (it was stored silently in alice's session), like search's sessionId/userId mismatch.
+        assert "userId" in await error_of(client, "remember", session="alice-1", user_id="bob", user_message="hi",
+                                          ai_response="ok")
+        assert "agentId" in await error_of(client, "remember", session="alice-1", agent_id="bot", user_message="hi",
+                                           ai_response="ok")
+        assert "minScore" in await error_of(client, "search", query="penguins", min_score="NaN")
         scoped = await call(client, "search", query="penguins", user_id="alice", metadata={"topic": "birds"})
         assert [h["id"] for h in scoped["hits"]] == [mine["episode"]["id"]]
         assert (await call(client, "search", query="penguins", user_id="bob"))["hits"] == []
