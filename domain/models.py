@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Generic, TypeVar
 
+from domain.errors import Invalid
+
 T = TypeVar("T")
 
 Metadata = Mapping[str, Any]
@@ -54,6 +56,17 @@ def parse_timestamp(text: str) -> datetime:
     """Parse a stored or client-given ISO-8601 timestamp by the ``to_utc`` rule (``ValueError``
     when it is not one, or out of range)."""
     return to_utc(datetime.fromisoformat(text.replace("Z", "+00:00")))
+
+
+def store_timestamp(text: str | None, field: str) -> str | None:
+    """A client-given time (``createdAt``, ``expiresAt``...) in the store's format, so string order
+    is time order; ``None`` stays ``None``; not a timestamp: ``Invalid`` naming ``field``."""
+    if text is None:
+        return None
+    try:
+        return format_timestamp(parse_timestamp(text))
+    except ValueError:
+        raise Invalid(f"{field} {text!r} is not an ISO-8601 timestamp", field=field) from None
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,8 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from domain.errors import Invalid
-from domain.models import Entity, Episode, Metadata, Page, Relationship, Session, Summary, format_timestamp, parse_timestamp, utc_now
+from domain.models import Entity, Episode, Metadata, Page, Relationship, Session, Summary, store_timestamp, utc_now
 from domain.changes import Event, Version
 from domain.outbox import OutboxJob
 
@@ -48,12 +47,7 @@ def stored(metadata: Metadata) -> dict:
 
 
 def canonical(text: str | None) -> str:
-    if text is None:
-        return utc_now()
-    try:
-        return format_timestamp(parse_timestamp(text))
-    except ValueError:
-        raise Invalid(f"createdAt {text!r} is not an ISO-8601 timestamp", field="createdAt") from None
+    return utc_now() if text is None else store_timestamp(text, "createdAt")
 
 
 def page_of(ordered: list, limit: int, offset: int) -> Page:
@@ -62,12 +56,7 @@ def page_of(ordered: list, limit: int, offset: int) -> Page:
 
 def expiry(text: str | None) -> str | None:
     """A client's ``expiresAt`` in the store's format."""
-    if text is None:
-        return None
-    try:
-        return format_timestamp(parse_timestamp(text))
-    except ValueError:
-        raise Invalid(f"expiresAt {text!r} is not an ISO-8601 timestamp", field="expiresAt") from None
+    return store_timestamp(text, "expiresAt")
 
 
 def live(item, now: str | None = None) -> bool:

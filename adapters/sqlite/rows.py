@@ -6,9 +6,8 @@ import json
 import sqlite3
 from typing import Any
 
-from domain.errors import Invalid
 from domain.keywords import KeywordQuery
-from domain.models import Entity, Episode, Relationship, Session, Summary, format_timestamp, parse_timestamp
+from domain.models import Entity, Episode, Relationship, Session, Summary, store_timestamp
 from domain.outbox import OutboxJob
 
 
@@ -29,12 +28,7 @@ def stored_metadata(metadata: Any) -> tuple[str, dict[str, Any]]:
 
 def canonical_timestamp(text: str | None) -> str | None:
     """A caller-supplied time in the store's format, so string order is time order."""
-    if text is None:
-        return None
-    try:
-        return format_timestamp(parse_timestamp(text))
-    except ValueError:
-        raise Invalid(f"createdAt {text!r} is not an ISO-8601 timestamp", field="createdAt") from None
+    return store_timestamp(text, "createdAt")
 
 
 def session_of(row: sqlite3.Row) -> Session:
@@ -74,12 +68,7 @@ def summary_of(row: sqlite3.Row) -> Summary:
 
 def expiry_timestamp(text: str | None) -> str | None:
     """A client's ``expiresAt`` in the store's format (string order is time order)."""
-    if text is None:
-        return None
-    try:
-        return format_timestamp(parse_timestamp(text))
-    except ValueError:
-        raise Invalid(f"expiresAt {text!r} is not an ISO-8601 timestamp", field="expiresAt") from None
+    return store_timestamp(text, "expiresAt")
 
 
 def live(alias: str = "") -> str:
