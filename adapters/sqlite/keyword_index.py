@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 from datetime import datetime
 
 from adapters.sqlite import rows
 from adapters.sqlite.reads import Reads
 from domain.errors import Invalid
-from domain.keywords import KeywordQuery
+from domain.keywords import KeywordPlan, KeywordQuery, counted, within_budget
 from adapters.sqlite.filters import metadata_sql
 from domain.filters import MetadataFilter
 from domain.models import KeywordHit, Owner, format_timestamp, utc_now
 from domain.record_kinds import KINDS, Source
+
+log = logging.getLogger("nexusai.keywords")
 
 
 class SqliteKeywordIndex(Reads):
@@ -26,7 +29,7 @@ class SqliteKeywordIndex(Reads):
         if query.is_empty or limit <= 0:
             return []
         table, fts, mapper = source, f"{source}_fts", rows.ROW_OF[source]
-        where, params = [f"{fts} MATCH ?"], [rows.fts_match(query)]
+        where, params = [f"{fts} MATCH ?"], [None]  # the MATCH expression: the plan's, set in op
         if session_id is not None and KINDS[source].in_sessions:
             where.append("t.session_id = ?")
             params.append(session_id)
@@ -47,16 +50,18 @@ class SqliteKeywordIndex(Reads):
             where.append(sql)
             params.extend(values)
         now = utc_now()
-        if len(where) == 1:
+        scoped = len(where) > 1
+        if not scoped:
             # Unfiltered: take the top k from the index first and join only those rows (about half
-            # the time of joining every match before the LIMIT, measured at 1M episodes).
+            # the time of joining every match before the LIMIT, measured at 1M episodes). From the
+            # rowid on (param 1): all matches, or the newest when the plan bounds them.
             sql = (
                 f"WITH top AS (SELECT rowid AS id, bm25({fts}) AS rank_score FROM {fts} WHERE {fts} MATCH ?"
-                f" ORDER BY rank_score, rowid LIMIT ?) SELECT t.*, top.rank_score FROM top JOIN {table} t ON t.id = top.id"
+                f" AND rowid >= ? ORDER BY rank_score, rowid LIMIT ?)"
+                f" SELECT t.*, top.rank_score FROM top JOIN {table} t ON t.id = top.id"
                 f" WHERE {rows.live('t.')} ORDER BY top.rank_score, t.id"
             )
-            params.append(limit)
-            params.append(now)
+            params.extend((-(1 << 63), limit, now))
         else:
             sql = (
                 f"SELECT t.*, bm25({fts}) AS rank_score FROM {fts} JOIN {table} t ON t.id = {fts}.rowid"
@@ -66,6 +71,12 @@ class SqliteKeywordIndex(Reads):
 
         def op(conn: sqlite3.Connection) -> list[KeywordHit]:
             try:
+                plan = _plan(conn, fts, query, scoped)
+                params[0] = rows.fts_match(plan.query)
+                if plan.newest is not None:  # rank only the newest matches: from the oldest of those on
+                    params[1] = conn.execute(
+                        f"SELECT min(rowid) FROM (SELECT rowid FROM {fts} WHERE {fts} MATCH ? ORDER BY rowid DESC LIMIT ?)",
+                        (params[0], plan.newest)).fetchone()[0]
                 found = conn.execute(sql, params).fetchall()
             except sqlite3.OperationalError as exc:
                 if query.mode == "fts":
@@ -74,3 +85,17 @@ class SqliteKeywordIndex(Reads):
             return [KeywordHit(mapper(r), -r["rank_score"]) for r in found]
 
         return await self._db.read(op)
+
+
+def _plan(conn: sqlite3.Connection, fts: str, query: KeywordQuery, scoped: bool) -> KeywordPlan:
+    """`within_budget` over match counts taken from the FTS index, each counted up to the budget + 1."""
+    counts = {
+        part: conn.execute(f"SELECT count(*) FROM (SELECT 1 FROM {fts} WHERE {fts} MATCH ? LIMIT ?)",
+                           (rows.fts_match(part), (part.budget or 0) + 1)).fetchone()[0]
+        for part in counted(query)
+    }
+    plan = within_budget(query, counts, scoped)
+    if plan.bounded:
+        log.debug("keyword search on %s over its budget of %s matches: left out %s, newest %s",
+                  fts, query.budget, plan.dropped, plan.newest)
+    return plan
