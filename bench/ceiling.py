@@ -22,6 +22,7 @@ import qdrant_edge as qe  # noqa: E402
 from adapters.embedders.hashing import hash_vector  # noqa: E402
 from adapters.sqlite import rows  # noqa: E402
 from adapters.sqlite.database import _configure  # noqa: E402  (the service's exact PRAGMAs)
+from adapters.sqlite.keyword_index import _plan  # noqa: E402  (the service's keyword budget)
 from domain.keywords import plain_query, recall_query  # noqa: E402
 from domain.models import utc_now  # noqa: E402
 
@@ -108,12 +109,24 @@ def raw_reads(db_path: Path, max_id: int, sessions: int, queries: list[str], sec
     rng = random.Random(9)
     fts_sql = (
         "SELECT t.*, bm25(episodes_fts) AS rank_score FROM episodes_fts JOIN episodes t"
-        " ON t.id = episodes_fts.rowid WHERE episodes_fts MATCH ? ORDER BY rank_score, t.id LIMIT ?"
+        " ON t.id = episodes_fts.rowid WHERE episodes_fts MATCH ? AND rowid >= ? ORDER BY rank_score, t.id LIMIT ?"
     )
-    matches = [rows.fts_match(plain_query(q)) for q in queries]
+    # Each keyword query within the service's budget (domain.keywords.MATCH_BUDGET), planned the
+    # way SqliteKeywordIndex plans it: match counts, terms left out, the newest matches only.
+    plain = [plain_query(q) for q in queries]
     # POST /search's keyword leg: stop-words dropped, any term (OR), depth 50; then the union of
     # both legs' candidates (up to 100 ids) is fetched by id.
-    recall = [rows.fts_match(recall_query(q)) for q in queries]
+    recall = [recall_query(q) for q in queries]
+
+    def within_budget(query, unbounded: bool = False) -> tuple[str, int]:
+        if unbounded:
+            return rows.fts_match(query), -(1 << 63)
+        plan = _plan(conn, "episodes_fts", query, scoped=False)
+        match = rows.fts_match(plan.query)
+        if plan.newest is None:
+            return match, -(1 << 63)
+        return match, conn.execute("SELECT min(rowid) FROM (SELECT rowid FROM episodes_fts WHERE episodes_fts MATCH ?"
+                                   " ORDER BY rowid DESC LIMIT ?)", (match, plan.newest)).fetchone()[0]
 
     def get_one(_: int) -> None:
         row = conn.execute("SELECT * FROM episodes WHERE id = ?", (rng.randint(1, max_id),)).fetchone()
@@ -128,11 +141,11 @@ def raw_reads(db_path: Path, max_id: int, sessions: int, queries: list[str], sec
         [rows.episode_of(r) for r in found]
 
     def fts(i: int) -> None:
-        found = conn.execute(fts_sql, (matches[i % len(matches)], 10)).fetchall()
+        found = conn.execute(fts_sql, (*within_budget(plain[i % len(plain)]), 10)).fetchall()
         [rows.episode_of(r) for r in found]
 
-    def fts_recall(i: int) -> None:
-        found = conn.execute(fts_sql, (recall[i % len(recall)], 50)).fetchall()
+    def fts_recall(i: int, unbounded: bool = False) -> None:
+        found = conn.execute(fts_sql, (*within_budget(recall[i % len(recall)], unbounded), 50)).fetchall()
         [rows.episode_of(r) for r in found]
 
     def fetch_candidates(_: int) -> None:
@@ -143,6 +156,7 @@ def raw_reads(db_path: Path, max_id: int, sessions: int, queries: list[str], sec
     result = {
         "get_episode": _timed(get_one, seconds),
         "fts_recall_top50": _timed(fts_recall, seconds),
+        "fts_recall_top50_no_budget": _timed(lambda i: fts_recall(i, unbounded=True), seconds),
         "fetch_100_by_id": _timed(fetch_candidates, seconds),
         "session_episodes": _timed(session_page, seconds),
         "fts_query": _timed(fts, seconds),

@@ -55,7 +55,10 @@ def main() -> None:
     parser.add_argument("--no-captions", action="store_true")
     parser.add_argument("--no-labels", action="store_true")
     parser.add_argument("--json", type=Path, default=None, help="also write the table here")
+    parser.add_argument("--no-keyword-budget", action="store_true",
+                        help="rank every keyword match (domain.keywords.MATCH_BUDGET off): the before of the budget")
     args = parser.parse_args()
+    planned = budget_counter(enabled=not args.no_keyword_budget)
     dim = args.dim or (DIMENSIONS.get(args.model, 384) if args.embedder == "local" else 768)
     files = sorted(args.data.glob("*.json*")) if args.data.is_dir() else [args.data]
     settings = Settings(sqlite_path=":memory:", vector_index=args.index, embedder=args.embedder,
@@ -74,8 +77,34 @@ def main() -> None:
     for run in runs:
         print(evaluation.render(run))
         tables.append(evaluation.as_json(run))
+    print(f"keyword searches: {planned['searches']}, over the budget ({'off' if args.no_keyword_budget else 'on'}):"
+          f" {planned['bounded']} (terms left out {planned['dropped']}, cut to the newest {planned['newest']})")
     if args.json:
-        args.json.write_text(json.dumps(tables[0] if len(tables) == 1 else tables, indent=2))
+        out = tables[0] if len(tables) == 1 else tables
+        if isinstance(out, dict):
+            out["keyword_budget"] = {"enabled": not args.no_keyword_budget, **planned}
+        args.json.write_text(json.dumps(out, indent=2))
+
+
+def budget_counter(enabled: bool) -> dict[str, int]:
+    """Counts the keyword searches the budget rule bounded (``enabled=False``: the rule is off and
+    counts what it would have bounded), by wrapping the rule where both keyword adapters call it."""
+    from adapters.memory import keyword_index as memory_keywords
+    from adapters.sqlite import keyword_index as sqlite_keywords
+    from domain.keywords import KeywordPlan, within_budget
+
+    planned = {"searches": 0, "bounded": 0, "dropped": 0, "newest": 0}
+
+    def counted_rule(query, counts, scoped=False):
+        plan = within_budget(query, counts, scoped)
+        planned["searches"] += 1
+        planned["bounded"] += plan.bounded
+        planned["dropped"] += bool(plan.dropped)
+        planned["newest"] += plan.newest is not None
+        return plan if enabled else KeywordPlan(query)
+
+    sqlite_keywords.within_budget = memory_keywords.within_budget = counted_rule
+    return planned
 
 
 if __name__ == "__main__":
