@@ -291,13 +291,14 @@ def ensure_store(scale: str, log=print, index: bool = True) -> dict:
     return found
 
 
-def scratch_copy(scale: str) -> Path:
-    """A throwaway copy of the pristine store for one run (POSTs must not grow the original)."""
+def scratch_copy(scale: str, index: bool = True) -> Path:
+    """A throwaway copy of the pristine store for one run (POSTs must not grow the original);
+    ``index=False`` leaves the vector index out (SQLite-only runs: it may be mid-build)."""
     source, scratch = scale_dir(scale), DATA / f"run-{scale}"
     shutil.rmtree(scratch, ignore_errors=True)
     scratch.mkdir(parents=True)
     shutil.copy2(source / "memory.db", scratch / "memory.db")
-    if (source / "memory.db.qdrant").is_dir():
+    if index and (source / "memory.db.qdrant").is_dir():
         shutil.copytree(source / "memory.db.qdrant", scratch / "memory.db.qdrant")
     return scratch
 

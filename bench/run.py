@@ -34,6 +34,7 @@ sys.path.insert(0, str(ROOT))
 
 import ceiling  # noqa: E402
 import load  # noqa: E402
+from domain.keywords import MATCH_BUDGET  # noqa: E402
 
 VENV_BIN = Path(sys.executable).parent
 HOST = "127.0.0.1"
@@ -196,7 +197,7 @@ def summarise_profile(path: Path, top: int = 12) -> dict:
 def bench_scale(scale: str, wrk_binary: str, args, queries_file: Path, words_file: Path, queries: list[str]) -> dict:
     sqlite_only = scale in args.sqlite_only
     manifest = load.ensure_store(scale, log, index=not sqlite_only)
-    scratch = load.scratch_copy(scale)
+    scratch = load.scratch_copy(scale, index=not sqlite_only)
     db, qdrant = scratch / "memory.db", scratch / "memory.db.qdrant"
     n, sessions = manifest["episodes"], manifest["sessions"]
     out: dict = {"scale": scale, "loadavg_1m_before": round(os.getloadavg()[0], 2), "episodes": n,
@@ -217,7 +218,10 @@ def bench_scale(scale: str, wrk_binary: str, args, queries_file: Path, words_fil
     log(f"[{scale}] starting the server")
     # SQLite-only: the store has no vector index, and building one (hours at 1M here) must not run
     # under the rows; a disk reserve above any free space makes the index manager wait instead.
-    server = Server(scratch, {"INDEX_DISK_RESERVE_MB": str(10**9)} if sqlite_only else {}, probe_path="/episodes/1")
+    env = {"INDEX_DISK_RESERVE_MB": str(10**9)} if sqlite_only else {}
+    if args.no_keyword_budget:  # the "before": every keyword match ranked (bench/no_keyword_budget/)
+        env["PYTHONPATH"] = str(BENCH / "no_keyword_budget")
+    server = Server(scratch, env, probe_path="/episodes/1")
     out["sqlite_only"] = sqlite_only
     out["startup_s"] = server.startup_s
     out["memory"] = {"idle": rss_mb(server.pid)}
@@ -515,6 +519,8 @@ def main() -> None:
                         help="texts to time the default local embedder on, to extrapolate re-embedding (0: skip)")
     parser.add_argument("--sqlite-only", default="", help="scales run without a vector index (SQLite rows only)")
     parser.add_argument("--tag", default="", help="appended to the results file name")
+    parser.add_argument("--no-keyword-budget", action="store_true",
+                        help="serve with domain.keywords.MATCH_BUDGET off (rank every keyword match): the before")
     parser.add_argument("--rows", default="", help="only the wrk rows whose name contains one of these (comma-separated)")
     parser.add_argument("--peer-rounds", type=int, default=2, help="rounds beside the Node.js original (0: none)")
     args = parser.parse_args()
@@ -538,7 +544,8 @@ def main() -> None:
         record = {
             "command": " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]), "started": started.isoformat(timespec="seconds"),
             "machine": {"python": platform.python_version(), "platform": platform.platform(), "cpus": os.cpu_count()},
-            "settings": {"duration_s": args.duration, "wrk_threads": 1, "embedder": "hash", "dimension": load.DIMENSION},
+            "settings": {"duration_s": args.duration, "wrk_threads": 1, "embedder": "hash", "dimension": load.DIMENSION,
+                         "keyword_budget": None if args.no_keyword_budget else MATCH_BUDGET},
             "scales": [],
         }
 
