@@ -244,12 +244,34 @@ def episodes_shard(qdrant_path: Path) -> Path:
     return found[0]
 
 
-def ensure_store(scale: str, log=print, index: bool = True) -> dict:
+def reindex_pending(db_path: Path) -> bool:
+    """Whether the store holds a reindex request (``index_meta.reindex``): a migration made after
+    the store was loaded asks for one when its points lack payload fields (owner, metadata). A
+    server started on such a store rebuilds its index first thing, under the rows."""
+    conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
+    try:
+        return conn.execute("SELECT 1 FROM index_meta WHERE key = 'reindex'").fetchone() is not None
+    except sqlite3.OperationalError:  # no index_meta yet: an older schema, migrated on open
+        return False
+    finally:
+        conn.close()
+
+
+def drop_reindex_request(db_path: Path) -> None:
+    """Clear a pending reindex request (in a scratch copy only: ``run.py --stale-index``)."""
+    conn = sqlite3.connect(db_path)
+    with conn:
+        conn.execute("DELETE FROM index_meta WHERE key = 'reindex'")
+    conn.close()
+
+
+def ensure_store(scale: str, log=print, index: bool = True, stale_index: bool = False) -> dict:
     """The manifest of ``scale``'s store, loading it first if it is missing, unfinished or of an older layout.
 
     ``index=False`` stops after the stored embeddings (no HNSW build: hours at 1M on a small
     shared machine); such a store serves the SQLite-only rows (``run.py --sqlite-only``). A later
-    call with ``index=True`` builds the index of a store loaded that way, from its stored embeddings.
+    call with ``index=True`` builds the index of a store loaded that way, from its stored embeddings,
+    and rebuilds an index a migration asked to rebuild (`reindex_pending`) unless ``stale_index``.
     """
     found = manifest(scale)
     target = scale_dir(scale)
@@ -277,6 +299,11 @@ def ensure_store(scale: str, log=print, index: bool = True) -> dict:
             "indexed": False, "loaded_at": datetime.now(UTC).isoformat(timespec="seconds"),
         }
         (target / "ready.json").write_text(json.dumps(found, indent=2))
+    if index and found.get("indexed") and not stale_index and reindex_pending(db_path):
+        # The index predates a migration that asked for a rebuild: every server on a copy of this
+        # store would rebuild it under the rows. Rebuild it here once, timed like a first build.
+        log(f"  the {scale} store's index predates a migration's reindex request: rebuilding it")
+        found["indexed"] = False
     if index and not found.get("indexed"):
         shutil.rmtree(qdrant_path, ignore_errors=True)
         loadavg = round(os.getloadavg()[0], 2)

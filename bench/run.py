@@ -196,13 +196,17 @@ def summarise_profile(path: Path, top: int = 12) -> dict:
 # -- one scale -------------------------------------------------------------------------------------
 def bench_scale(scale: str, wrk_binary: str, args, queries_file: Path, words_file: Path, queries: list[str]) -> dict:
     sqlite_only = scale in args.sqlite_only
-    manifest = load.ensure_store(scale, log, index=not sqlite_only)
+    manifest = load.ensure_store(scale, log, index=not sqlite_only, stale_index=args.stale_index)
     scratch = load.scratch_copy(scale, index=not sqlite_only)
+    stale = not sqlite_only and load.reindex_pending(scratch / "memory.db")
+    if stale:  # --stale-index: serve the index as it is (its points lack owner/metadata payloads)
+        log(f"[{scale}] --stale-index: the scratch copy's reindex request is dropped, no rebuild under the rows")
+        load.drop_reindex_request(scratch / "memory.db")
     db, qdrant = scratch / "memory.db", scratch / "memory.db.qdrant"
     n, sessions = manifest["episodes"], manifest["sessions"]
     out: dict = {"scale": scale, "loadavg_1m_before": round(os.getloadavg()[0], 2), "episodes": n,
                  "sessions": sessions, "dimension": manifest["dimension"],
-                 "load_seconds": manifest["load_seconds"]}
+                 "load_seconds": manifest["load_seconds"], "stale_index_reindex_request_dropped": stale}
 
     log(f"[{scale}] ceilings (in-process, single thread)")
     seconds = max(1.0, args.duration / 2)
@@ -521,6 +525,9 @@ def main() -> None:
     parser.add_argument("--tag", default="", help="appended to the results file name")
     parser.add_argument("--no-keyword-budget", action="store_true",
                         help="serve with domain.keywords.MATCH_BUDGET off (rank every keyword match): the before")
+    parser.add_argument("--stale-index", action="store_true",
+                        help="a store whose index a migration asked to rebuild is served as it is (the scratch copy's"
+                             " request dropped) instead of rebuilt first")
     parser.add_argument("--rows", default="", help="only the wrk rows whose name contains one of these (comma-separated)")
     parser.add_argument("--peer-rounds", type=int, default=2, help="rounds beside the Node.js original (0: none)")
     args = parser.parse_args()
