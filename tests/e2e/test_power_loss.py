@@ -35,7 +35,7 @@ from tests.support.process import (
 )
 from tests.support.server import ServiceProcess, service_env
 
-pytestmark = [pytest.mark.e2e, pytest.mark.crashloop]
+pytestmark = pytest.mark.e2e
 
 CUTS = int(os.environ.get("CRASH_LOOPS", "3"))
 # Cut after this many acknowledged writes; further loops cycle with the loop number added.
@@ -141,6 +141,7 @@ def test_the_cut_loses_what_was_not_fsynced_and_keeps_what_was(disk):
             assert kept != payload, f"cut {cut}: {lost.name} survived without fsync: the cut does not bite"
 
 
+@pytest.mark.crashloop
 def test_every_acknowledged_write_survives_power_cuts_and_the_service_recovers_alone(disk, tmp_path):
     server = _server(disk, tmp_path)
     db_path = disk.mount / "memory.db"

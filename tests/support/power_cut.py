@@ -65,7 +65,7 @@ def loop_disk_unavailable() -> str | None:
     missing = [tool for tool in TOOLS if shutil.which(tool) is None]
     if missing:
         return (f"the power-cut test needs {', '.join(missing)} (packages e2fsprogs, util-linux, coreutils); "
-                "install them (Makefile target `test-tools`)")
+                "install them (.ci/run does on a machine that lacks them)")
     if not Path("/dev/loop-control").exists():
         return "the power-cut test needs loop devices: /dev/loop-control is missing (modprobe loop)"
     return None
