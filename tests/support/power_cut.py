@@ -12,9 +12,9 @@ the page cache of the mounted file system is not in it. So a power cut is:
 
 ``power_cut`` copies the image file at once (``cp --sparse=always``: a few milliseconds), then
 unmounts and detaches the original, deletes it, and mounts the copy at the same path (the machine
-"boots" on the disk the outage left): the kernel replays
-ext4's journal as it would after a real outage, and the page cache of the old mount is gone
-with it. What the copy lacks is what a real power cut would have lost.
+"boots" on the disk the outage left): the kernel replays ext4's journal as it would after a real
+outage, and the page cache of the old mount is gone with it. What the copy lacks is what a real
+power cut would have lost. (No device-mapper here, so no dm-flakey: the copy is the cut.)
 
 How faithful it is, and the one window it leaves: the kernel writes dirty pages back after
 ``vm.dirty_expire_centisecs`` (30 s by default; a global setting this module does not touch) or
