@@ -153,6 +153,6 @@ def create_app(settings: Settings, container: Container | None = None, *, worker
                                  max_body=settings.max_body_bytes)
     service_metrics.watch_admission(admission)
     if role is not None:
-        service_metrics.registry.register(WorkerCollector(role))
+        service_metrics.add_collector(WorkerCollector(role))
     app.asgi_handler = admission
     return app

@@ -17,7 +17,7 @@ import logging
 import os
 import re
 import time
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from contextvars import ContextVar
 
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
@@ -187,6 +187,7 @@ class AdmissionControl:
         self.exempt = frozenset(exempt)
         self.in_flight = 0
         self.rejected = 0
+        self.on_reject: Callable[[], None] | None = None  # metrics counted where they happen
         # Built once: under overload the refusal is the hot path.
         body = json.dumps({"code": "overloaded", "message": "the service is at its limit of requests in flight; "
                            "retry after the Retry-After delay", "field": None, "status": 503}).encode()
@@ -206,6 +207,8 @@ class AdmissionControl:
             receive = await _body_first(receive, self.max_body)
         if self.in_flight >= self.limit:
             self.rejected += 1
+            if self.on_reject is not None:
+                self.on_reject()
             await send(self._refusal_start)
             await send(self._refusal_body)
             return
