@@ -143,11 +143,12 @@ class RequestObserver:
                 status = CLIENT_CLOSED  # the answer (if any) reached nobody; the client's doing
             if self.metrics is not None:
                 self.metrics.observe_request(method, route, status, seconds)
-            duration_ms = round(seconds * 1000, 3)
             level = logging.ERROR if status >= 500 else logging.INFO
-            log.log(level, "%s %s %s %.1fms request_id=%s", method, route, status, duration_ms, request_id,
-                    extra={"request_id": request_id, "method": method, "path": route, "status": status,
-                           "duration_ms": duration_ms})
+            if log.isEnabledFor(level):  # the fields are built only for a line that is written
+                duration_ms = round(seconds * 1000, 3)
+                log.log(level, "%s %s %s %.1fms request_id=%s", method, route, status, duration_ms, request_id,
+                        extra={"request_id": request_id, "method": method, "path": route, "status": status,
+                               "duration_ms": duration_ms})
             request_id_var.reset(token)
 
 
