@@ -116,6 +116,13 @@ def create_app(settings: Settings, container: Container | None = None, *, worker
 
     event_feed = container.events()
 
+    async def before_request(request: Request) -> None:
+        # One hook rather than a guard: Litestar copies the route handler for every guard call.
+        # The id check first, as a guard would have run it: an unknown path answers 404 before
+        # anything else about the request is judged.
+        await ids_are_digits(request, request.route_handler)
+        await set_actor(request)
+
     async def after_response(request: Request) -> None:  # async: a sync hook costs a thread hop
         if request.method != "GET":
             notify()
@@ -128,11 +135,10 @@ def create_app(settings: Settings, container: Container | None = None, *, worker
             docs_asset, mcp_endpoint,
         ],
         dependencies=dependencies(container),
-        guards=[ids_are_digits],
         exception_handlers=EXCEPTION_HANDLERS,
         state=State({"container": container, "worker": worker, "health": monitor, "metrics": service_metrics}),
         lifespan=[lifespan],
-        before_request=set_actor,
+        before_request=before_request,
         after_response=after_response,
         cors_config=CORSConfig(allow_origins=list(settings.cors_origins), allow_headers=["authorization", "content-type",
                                                                                           "x-request-id", "x-actor"],
@@ -153,6 +159,6 @@ def create_app(settings: Settings, container: Container | None = None, *, worker
                                  max_body=settings.max_body_bytes)
     service_metrics.watch_admission(admission)
     if role is not None:
-        service_metrics.registry.register(WorkerCollector(role))
+        service_metrics.add_collector(WorkerCollector(role))
     app.asgi_handler = admission
     return app

@@ -9,13 +9,15 @@ prometheus-client's global one) keeps apps built in the same process, as tests d
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Iterator
 from datetime import UTC, datetime
 
 from litestar import Response, get
 from litestar.datastructures import State
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest, values
+from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
@@ -38,47 +40,48 @@ INDEX_STATES = (CONSISTENT, VERIFYING, REBUILDING, DIVERGED, UNAVAILABLE)
 UNMATCHED_ROUTE = "<unmatched>"  # 404s for unknown paths: one label, not one per probed URL
 
 
-class _IndexingCollector(Collector):
-    """Embedder counters straight from ``IndexingService`` (it counts; we only expose)."""
-
-    def __init__(self, indexing: IndexingService) -> None:
-        self._indexing = indexing
-
-    def collect(self) -> Iterator[Metric]:
-        calls = CounterMetricFamily(f"{PREFIX}_embed_calls", "Embedding calls made by the worker")
-        calls.add_metric([], self._indexing.embed_calls)
-        failures = CounterMetricFamily(f"{PREFIX}_embed_failures", "Embedding calls that failed")
-        failures.add_metric([], self._indexing.embed_failures)
-        buried = CounterMetricFamily(f"{PREFIX}_embedding_dead_lettered",
-                                     "Outbox jobs this process gave up on (dead letters)")
-        buried.add_metric([], self._indexing.dead_lettered)
-        yield calls
-        yield failures
-        yield buried
+def shared_across_processes() -> bool:
+    """True when prometheus-client keeps values in ``PROMETHEUS_MULTIPROC_DIR`` (multiprocess
+    mode, decided when it was imported): with ``WORKERS`` > 1 the supervisor sets that directory
+    before spawning, so every worker's counters add up whichever worker answers a scrape."""
+    return bool(getattr(values.ValueClass, "_multiprocess", False))
 
 
 class _AdmissionCollector(Collector):
-    """Requests refused by admission control and those in flight right now."""
+    """Requests refused by admission control and those in flight right now (in this process)."""
 
-    def __init__(self, admission) -> None:
+    def __init__(self, admission, count_rejected: bool) -> None:
         self._admission = admission
+        self._count_rejected = count_rejected
 
     def collect(self) -> Iterator[Metric]:
-        rejected = CounterMetricFamily(f"{PREFIX}_http_rejected_overload", "Requests refused with 503: too many in flight")
-        rejected.add_metric([], self._admission.rejected)
+        if self._count_rejected:
+            rejected = CounterMetricFamily(f"{PREFIX}_http_rejected_overload",
+                                           "Requests refused with 503: too many in flight")
+            rejected.add_metric([], self._admission.rejected)
+            yield rejected
         in_flight = GaugeMetricFamily(f"{PREFIX}_http_requests_in_flight", "Requests being handled now")
         in_flight.add_metric([], self._admission.in_flight)
-        yield rejected
         yield in_flight
 
 
 class ServiceMetrics:
     """The metrics of one app. ``observe_request`` and ``observe_leg`` are cheap and synchronous;
-    ``render(container)`` reads the stores and returns the exposition text."""
+    ``render(container)`` reads the stores and returns the exposition text.
+
+    With several worker processes (``shared_across_processes()``) counters and histograms are
+    summed over every worker that ever ran (prometheus-client's multiprocess files), the gauges
+    read at scrape time are the scraping worker's fresh reading (``mostrecent``), and the
+    collectors added with ``add_collector`` (requests in flight, which worker answered) are the
+    answering worker's own."""
 
     def __init__(self) -> None:
+        self.shared = shared_across_processes()
         self.registry = CollectorRegistry(auto_describe=True)
+        self._collectors: list[Collector] = []  # read at scrape time from this process's objects
         r = self.registry
+        # Gauges read at scrape time: the newest reading, whichever worker took it.
+        gauge = functools.partial(Gauge, registry=r, multiprocess_mode="mostrecent")
         self.requests = Counter(f"{PREFIX}_http_requests", "HTTP requests by route template and status",
                                 ["method", "route", "status"], registry=r)
         self.request_seconds = Histogram(f"{PREFIX}_http_request_duration_seconds",
@@ -87,40 +90,54 @@ class ServiceMetrics:
         self.leg_seconds = Histogram(f"{PREFIX}_search_leg_duration_seconds",
                                      "Latency of one retrieval leg (vector or keyword) of a search",
                                      ["leg"], buckets=LEG_BUCKETS, registry=r)
-        self.rows = Gauge(f"{PREFIX}_store_rows", "Rows per table in the store (read at scrape)", ["table"],
-                          registry=r)
-        self.vectors = Gauge(f"{PREFIX}_vector_points", "Points per vector collection (read at scrape)",
-                             ["collection"], registry=r)
-        self.backlog = Gauge(f"{PREFIX}_embedding_backlog_jobs", "Outbox jobs not yet applied to the vector index",
-                             registry=r)
-        self.backlog_dead = Gauge(f"{PREFIX}_embedding_backlog_dead_jobs",
-                                  "Dead-lettered outbox jobs (given up on; memory-service dead-letters)", registry=r)
+        self.rows = gauge(f"{PREFIX}_store_rows", "Rows per table in the store (read at scrape)", ["table"])
+        self.vectors = gauge(f"{PREFIX}_vector_points", "Points per vector collection (read at scrape)",
+                             ["collection"])
+        self.backlog = gauge(f"{PREFIX}_embedding_backlog_jobs", "Outbox jobs not yet applied to the vector index")
+        self.backlog_dead = gauge(f"{PREFIX}_embedding_backlog_dead_jobs",
+                                  "Dead-lettered outbox jobs (given up on; memory-service dead-letters)")
         self.client_closed = Counter(f"{PREFIX}_http_client_disconnects",
                                      "Requests whose client went away before the answer (logged as 499)",
                                      ["method", "route"], registry=r)
-        self.backlog_failing = Gauge(f"{PREFIX}_embedding_backlog_failing_jobs",
-                                     "Outbox jobs that failed at least once", registry=r)
-        self.backlog_age = Gauge(f"{PREFIX}_embedding_backlog_oldest_age_seconds",
-                                 "Age of the oldest pending outbox job (0 when the backlog is empty)", registry=r)
-        self.store_up = Gauge(f"{PREFIX}_store_up", "1 when the store answered the scrape", registry=r)
-        self.vector_index_up = Gauge(f"{PREFIX}_vector_index_up", "1 when the vector index answered the scrape",
-                                     registry=r)
-        self.index_state = Gauge(f"{PREFIX}_vector_index_state",
+        self.backlog_failing = gauge(f"{PREFIX}_embedding_backlog_failing_jobs",
+                                     "Outbox jobs that failed at least once")
+        self.backlog_age = gauge(f"{PREFIX}_embedding_backlog_oldest_age_seconds",
+                                 "Age of the oldest pending outbox job (0 when the backlog is empty)")
+        self.store_up = gauge(f"{PREFIX}_store_up", "1 when the store answered the scrape")
+        self.vector_index_up = gauge(f"{PREFIX}_vector_index_up", "1 when the vector index answered the scrape")
+        self.index_state = gauge(f"{PREFIX}_vector_index_state",
                                  "1 for the state each vector collection is in (consistent, verifying, rebuilding, "
-                                 "diverged, unavailable)", ["collection", "state"], registry=r)
-        self.index_progress = Gauge(f"{PREFIX}_vector_index_build_progress",
-                                    "Share done of the generation being built (0 when none is)", ["collection"],
-                                    registry=r)
-        self.index_disk_low = Gauge(f"{PREFIX}_vector_index_disk_low",
-                                    "1 while the index volume is below its free-space reserve", registry=r)
+                                 "diverged, unavailable)", ["collection", "state"])
+        self.index_progress = gauge(f"{PREFIX}_vector_index_build_progress",
+                                    "Share done of the generation being built (0 when none is)", ["collection"])
+        self.index_disk_low = gauge(f"{PREFIX}_vector_index_disk_low",
+                                    "1 while the index volume is below its free-space reserve")
+        self.embed_calls = Counter(f"{PREFIX}_embed_calls", "Embedding calls made by the worker", registry=r)
+        self.embed_failures = Counter(f"{PREFIX}_embed_failures", "Embedding calls that failed", registry=r)
+        self.dead_lettered = Counter(f"{PREFIX}_embedding_dead_lettered",
+                                     "Outbox jobs the embedding worker gave up on (dead letters)", registry=r)
+        # Counted where it happens when several processes serve (a per-process count read at
+        # scrape time would jump between workers); read from the gate in one process.
+        self.rejected = Counter(f"{PREFIX}_http_rejected_overload", "Requests refused with 503: too many in flight",
+                                registry=r) if self.shared else None
         self._indexing_registered = False
+        self._exposed: CollectorRegistry | None = None
         # (method, route, status) -> its counter and histogram children: ``labels()`` validates
         # and locks on every call, a measurable share of a fast request. Grows with the series.
         self._request_children: dict[tuple[str, str, int], tuple] = {}
 
     def watch_admission(self, admission) -> None:
         """Expose admission control's counters (once per app)."""
-        self.registry.register(_AdmissionCollector(admission))
+        if self.rejected is not None:
+            admission.on_reject = self.rejected.inc
+        self.add_collector(_AdmissionCollector(admission, count_rejected=self.rejected is None))
+
+    def add_collector(self, collector: Collector) -> None:
+        """A collector read at scrape time from this process (with several workers: the
+        answering worker's own figures)."""
+        self._collectors.append(collector)
+        self.registry.register(collector)
+        self._exposed = None
 
     def observe_request(self, method: str, route: str, status: int, seconds: float) -> None:
         if status == 499:  # the client hung up: not a request we answered, not a server error
@@ -139,9 +156,12 @@ class ServiceMetrics:
         self.leg_seconds.labels(leg).observe(seconds)
 
     def watch_indexing(self, indexing: IndexingService) -> None:
-        """Expose ``indexing``'s embed counters (once; the lifespan calls it)."""
+        """Count ``indexing``'s embed calls, failures and dead letters as they happen (once; the
+        container calls it)."""
         if not self._indexing_registered:
-            self.registry.register(_IndexingCollector(indexing))
+            counters = {"embed_calls": self.embed_calls, "embed_failures": self.embed_failures,
+                        "dead_lettered": self.dead_lettered}
+            indexing.count_with(lambda name: counters[name].inc())
             self._indexing_registered = True
 
     async def refresh(self, container) -> None:
@@ -179,9 +199,22 @@ class ServiceMetrics:
             progress = collection["progress"]
             self.index_progress.labels(name).set(progress["percent"] / 100 if progress else 0)
 
+    def exposed(self) -> CollectorRegistry:
+        """What a scrape renders: this app's registry, or with several workers the sum of every
+        worker's files plus this worker's own collectors."""
+        if not self.shared:
+            return self.registry
+        if self._exposed is None:
+            exposed = CollectorRegistry(auto_describe=True)
+            MultiProcessCollector(exposed)
+            for collector in self._collectors:
+                exposed.register(collector)
+            self._exposed = exposed
+        return self._exposed
+
     async def render(self, container) -> bytes:
         await self.refresh(container)
-        return generate_latest(self.registry)
+        return generate_latest(self.exposed())
 
 
 @get("/metrics", summary="Prometheus metrics", tags=["operations"], media_type=MEDIA_TYPE, responses=errors(),

@@ -17,7 +17,7 @@ import logging
 import os
 import re
 import time
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from contextvars import ContextVar
 
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
@@ -143,11 +143,12 @@ class RequestObserver:
                 status = CLIENT_CLOSED  # the answer (if any) reached nobody; the client's doing
             if self.metrics is not None:
                 self.metrics.observe_request(method, route, status, seconds)
-            duration_ms = round(seconds * 1000, 3)
             level = logging.ERROR if status >= 500 else logging.INFO
-            log.log(level, "%s %s %s %.1fms request_id=%s", method, route, status, duration_ms, request_id,
-                    extra={"request_id": request_id, "method": method, "path": route, "status": status,
-                           "duration_ms": duration_ms})
+            if log.isEnabledFor(level):  # the fields are built only for a line that is written
+                duration_ms = round(seconds * 1000, 3)
+                log.log(level, "%s %s %s %.1fms request_id=%s", method, route, status, duration_ms, request_id,
+                        extra={"request_id": request_id, "method": method, "path": route, "status": status,
+                               "duration_ms": duration_ms})
             request_id_var.reset(token)
 
 
@@ -187,6 +188,7 @@ class AdmissionControl:
         self.exempt = frozenset(exempt)
         self.in_flight = 0
         self.rejected = 0
+        self.on_reject: Callable[[], None] | None = None  # metrics counted where they happen
         # Built once: under overload the refusal is the hot path.
         body = json.dumps({"code": "overloaded", "message": "the service is at its limit of requests in flight; "
                            "retry after the Retry-After delay", "field": None, "status": 503}).encode()
@@ -206,6 +208,8 @@ class AdmissionControl:
             receive = await _body_first(receive, self.max_body)
         if self.in_flight >= self.limit:
             self.rejected += 1
+            if self.on_reject is not None:
+                self.on_reject()
             await send(self._refusal_start)
             await send(self._refusal_body)
             return

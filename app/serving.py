@@ -17,11 +17,15 @@ across workers). The vector index has one owner (``app.index_role``).
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import logging
 import os
+import shutil
 import signal
 import sys
+import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from app.config import ConfigError, Settings
@@ -139,6 +143,29 @@ def run_supervisor(settings: Settings, workers: int, **uvicorn_options) -> None:
     sock = config.bind_socket()
     log.info("serving on %s:%d with %d worker processes", settings.host, settings.port, workers)
     try:
-        Supervisor(config, sockets=[sock]).run()
+        with shared_metrics_dir():
+            Supervisor(config, sockets=[sock]).run()
     finally:
         sock.close()
+
+
+METRICS_DIR_VARIABLE = "PROMETHEUS_MULTIPROC_DIR"
+
+
+@contextlib.contextmanager
+def shared_metrics_dir() -> Iterator[str]:
+    """A fresh private directory (0700) for prometheus-client's multiprocess files, named in the
+    environment the workers are spawned with (they import prometheus-client afresh and count
+    into it, so a scrape answered by any worker sums them all), removed at exit. Any value the
+    caller had set is replaced: files left by another run would be counted as this one's."""
+    path = tempfile.mkdtemp(prefix="nexusai-metrics-")  # mode 0700
+    previous = os.environ.get(METRICS_DIR_VARIABLE)
+    os.environ[METRICS_DIR_VARIABLE] = path
+    try:
+        yield path
+    finally:
+        if previous is None:
+            os.environ.pop(METRICS_DIR_VARIABLE, None)
+        else:
+            os.environ[METRICS_DIR_VARIABLE] = previous
+        shutil.rmtree(path, ignore_errors=True)

@@ -139,6 +139,19 @@ def fill_peer(url: str, sessions: list[list[tuple[str, str]]]) -> None:
         list(pool.map(post_all, zip(ids, sessions)))
 
 
+def wait_for_index_builds(server: Server, limit_s: float) -> None:
+    """Until no generation of the vector index is being built: loading 20k episodes starts a
+    build in a child process, which is maintenance, not the cost of the requests measured (its CPU
+    would be counted in the server's process tree)."""
+    deadline = time.perf_counter() + limit_s
+    while time.perf_counter() < deadline:
+        index = server.health()["components"]["vectorIndex"].get("index") or {}
+        if not any(c.get("building") for c in index.get("collections", {}).values()):
+            return
+        time.sleep(0.5)
+    log(f"an index build was still running after {limit_s:.0f} s; measuring anyway")
+
+
 def compare(args, wrk_binary: str, home: Path) -> dict:
     sessions = corpus()
     gen = load.TextGenerator(seed=16)
@@ -159,6 +172,7 @@ def compare(args, wrk_binary: str, home: Path) -> dict:
         fill_peer(peer.url, sessions)
         fill_project(project.url, sessions)
         project.wait_for_backlog(300)
+        wait_for_index_builds(project, 600)
         for side in (peer, project):
             wrk.run(side.url, "get_episode.lua", 8, 2)  # warm caches and connections
         for round_number in range(args.rounds):
@@ -191,6 +205,7 @@ def summarise(results: dict) -> list[dict]:
             "peer_req_s": med(peer, "req_per_s"), "project_req_s": med(project, "req_per_s"),
             "peer_p50_ms": med(peer, "p50_ms"), "project_p50_ms": med(project, "p50_ms"),
             "peer_p99_ms": med(peer, "p99_ms"), "project_p99_ms": med(project, "p99_ms"),
+            "peer_cpu_ms": _median_cpu(peer), "project_cpu_ms": _median_cpu(project),
             "errors": sum(r["errors"] for r in peer + project),
             "ratio": round(statistics.median(ratios), 2) if ratios else None,
             "ratio_range": [round(min(ratios), 2), round(max(ratios), 2)] if ratios else None,
@@ -198,16 +213,36 @@ def summarise(results: dict) -> list[dict]:
     return rows
 
 
-def table(rows: list[dict], rss: dict) -> str:
+def _loads(results: dict) -> list[float]:
+    return [row["loadavg_1m_after"] for side in ("peer", "project") for rows in results[side].values() for row in rows]
+
+
+def _ms(value: float | None) -> str:
+    return f"{value:.3f}" if value is not None else "-"
+
+
+def _median_cpu(rows: list[dict]) -> float | None:
+    """Server CPU ms per request (the whole process tree, from /proc), median over rounds."""
+    values = [r["server_cpu_ms_per_req"] for r in rows if r.get("server_cpu_ms_per_req")]
+    return round(statistics.median(values), 3) if values else None
+
+
+def table(rows: list[dict], rss: dict, loads: list[float] | None = None) -> str:
     head = (f"{'route (peer = Node.js original)':<28} {'conns':>5} {'peer req/s':>10} {'ours req/s':>10} "
-            f"{'ratio':>6} {'range':>11} {'p50 peer/ours ms':>17} {'p99 peer/ours ms':>17} {'errors':>6}")
+            f"{'ratio':>6} {'range':>11} {'p50 peer/ours ms':>17} {'p99 peer/ours ms':>17} {'CPU ms/req peer/ours':>20} "
+            f"{'errors':>6}")
     lines = [head, "-" * len(head)]
     for r in rows:
         span = f"{r['ratio_range'][0]:.2f}-{r['ratio_range'][1]:.2f}" if r["ratio_range"] else "-"
         lines.append(f"{r['route']:<28} {r['connections']:>5} {r['peer_req_s']:>10.0f} {r['project_req_s']:>10.0f} "
                      f"{r['ratio'] or 0:>6.2f} {span:>11} {r['peer_p50_ms']:>8.2f}/{r['project_p50_ms']:<8.2f} "
-                     f"{r['peer_p99_ms']:>8.2f}/{r['project_p99_ms']:<8.2f} {r['errors']:>6}")
-    lines.append(f"{'RSS after the run':<28} {'':>5} {rss['peer']['rss_mb']:>8.0f}MB {rss['project']['rss_mb']:>8.0f}MB")
+                     f"{r['peer_p99_ms']:>8.2f}/{r['project_p99_ms']:<8.2f} {_ms(r['peer_cpu_ms']):>10}/{_ms(r['project_cpu_ms']):<9} "
+                     f"{r['errors']:>6}")
+    processes = rss["project"].get("processes", 1)
+    lines.append(f"{'RSS after the run':<28} {'':>5} {rss['peer']['rss_mb']:>8.0f}MB {rss['project']['rss_mb']:>8.0f}MB"
+                 + (f"  (ours: {processes} processes summed)" if processes > 1 else ""))
+    if loads:
+        lines.append(f"load average (1 min) after each row: {min(loads):.2f}-{max(loads):.2f}")
     return "\n".join(lines)
 
 
@@ -220,7 +255,7 @@ def peer_comparison(args, wrk_binary: str) -> dict | None:
     results = compare(args, wrk_binary, home)
     rows = summarise(results)
     return {"rows": rows, "rss_mb": results["rss_mb"], "rounds": args.rounds, "duration_s": args.duration,
-            "raw": {k: results[k] for k in ("peer", "project")}, "table": table(rows, results["rss_mb"])}
+            "raw": {k: results[k] for k in ("peer", "project")}, "table": table(rows, results["rss_mb"], _loads(results))}
 
 
 def main() -> None:

@@ -66,19 +66,58 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def process_tree(pid: int) -> list[int]:
+    """``pid`` and every live descendant (with ``WORKERS`` > 1 the service is a supervisor and its
+    worker processes: the figures below must cover them all)."""
+    pids, queue = [], [pid]
+    while queue:
+        current = queue.pop()
+        pids.append(current)
+        try:
+            for task in Path(f"/proc/{current}/task").iterdir():
+                queue.extend(int(child) for child in (task / "children").read_text().split())
+        except OSError:  # gone meanwhile
+            continue
+    return pids
+
+
+def _stat_fields(pid: int) -> list[str]:
+    return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+
+
 def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of ``pid`` so far (all its threads)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    """User + system CPU time so far of ``pid`` and its descendants (all threads), counting the
+    children it already reaped (a replaced worker's time is then in its parent's cutime/cstime)."""
+    ticks = 0
+    for index, current in enumerate(process_tree(pid)):
+        try:
+            fields = _stat_fields(current)
+        except OSError:
+            continue
+        ticks += int(fields[11]) + int(fields[12])
+        if index == 0:
+            ticks += int(fields[13]) + int(fields[14])
+    return ticks / os.sysconf("SC_CLK_TCK")
 
 
 def rss_mb(pid: int) -> dict:
-    fields = {}
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        key, _, value = line.partition(":")
-        if key in ("VmRSS", "VmHWM"):
-            fields[key] = round(int(value.split()[0]) / 1024, 1)
-    return {"rss_mb": fields.get("VmRSS"), "peak_rss_mb": fields.get("VmHWM")}
+    """Resident memory of ``pid`` and its descendants, summed (``processes`` says how many): shared
+    library pages count once per process, as ``ps`` would show them side by side; the peak is the
+    sum of each process's own peak (an upper bound of the tree's peak)."""
+    totals = {"VmRSS": 0, "VmHWM": 0}
+    count = 0
+    for current in process_tree(pid):
+        try:
+            lines = Path(f"/proc/{current}/status").read_text().splitlines()
+        except OSError:
+            continue
+        count += 1
+        for line in lines:
+            key, _, value = line.partition(":")
+            if key in totals:
+                totals[key] += int(value.split()[0])
+    return {"rss_mb": round(totals["VmRSS"] / 1024, 1), "peak_rss_mb": round(totals["VmHWM"] / 1024, 1),
+            "processes": count}
 
 
 # -- the server ----------------------------------------------------------------------------------

@@ -56,6 +56,10 @@ class PassResult:
     dead: int = 0
 
 
+def _ignore(name: str) -> None:
+    return None
+
+
 class IndexingService:
     def __init__(
         self, store: Store, index: VectorIndex, embedder: Embedder,
@@ -70,8 +74,15 @@ class IndexingService:
         self.embed_calls = 0
         self.embed_failures = 0
         self.dead_lettered = 0
+        self._count: Callable[[str], None] = _ignore
         self.max_attempts = max(1, max_attempts)
         self.last_error: str | None = None
+
+    def count_with(self, count: Callable[[str], None]) -> None:
+        """Also report each embed call, failure and dead letter, as it happens, to ``count``
+        (called with ``"embed_calls"``, ``"embed_failures"`` or ``"dead_lettered"``): metrics
+        that add up across processes."""
+        self._count = count
 
     async def run_once(self, batch: int = 64) -> PassResult:
         """Process up to ``batch`` due jobs; returns what was done and deferred."""
@@ -168,6 +179,7 @@ class IndexingService:
         if job.attempts + 1 >= self.max_attempts:
             self.last_error = message
             self.dead_lettered += 1
+            self._count("dead_lettered")
             await self._store.outbox.bury([job.id], message)
             log.warning("embedding job %d (%s %d) is a dead letter after %d attempts: %s", job.id,
                         job.collection, job.ref_id, job.attempts + 1, message)
@@ -192,10 +204,12 @@ class IndexingService:
             async def embed(chunk):
                 async with gate:
                     self.embed_calls += 1
+                    self._count("embed_calls")
                     try:
                         return await self._embedder.embed([kind.text(item) for item in chunk])
                     except DomainError:
                         self.embed_failures += 1
+                        self._count("embed_failures")
                         raise
 
             results = await asyncio.gather(*(embed(chunk) for chunk in chunks), return_exceptions=True)

@@ -23,8 +23,10 @@ _HISTORY = ("Versions oldest first: each update or delete, when, by whom (`X-Act
 
 
 async def set_actor(request: Request) -> None:
-    """A before-request hook: the ``X-Actor`` header names who makes this request's changes."""
-    changes.actor.set(check_actor(request.headers.get("x-actor")))
+    """A before-request hook: the ``X-Actor`` header names who makes this request's changes.
+    Read from the raw headers: ``request.headers`` would build a header map on every request."""
+    raw = next((value for key, value in request.scope["headers"] if key == b"x-actor"), None)
+    changes.actor.set(check_actor(None if raw is None else raw.decode("latin-1")))
 
 
 class HistoryController(Controller):

@@ -63,9 +63,10 @@ def as_of_param(value: str | None) -> str | None:
 _INTEGER = re.compile(r"-?[0-9]+")  # a sign is let through so "-1" stays a 400 (out of range)
 
 
-def ids_are_digits(connection: ASGIConnection, _: BaseRouteHandler) -> None:
+async def ids_are_digits(connection: ASGIConnection, _: BaseRouteHandler) -> None:
     """A guard on every route: a path id is ASCII digits (a leading "-" is left to the range check). Converting the path text to ``PathId``
-    alone would take "1.0" and "1e0" as 1, so ``DELETE /sessions/1e0`` would delete session 1."""
+    alone would take "1.0" and "1e0" as 1, so ``DELETE /sessions/1e0`` would delete session 1.
+    Async on purpose: Litestar runs a sync guard on a worker thread, a thread hop per request."""
     for name, value in connection.path_params.items():
         if name.endswith("_id") and name not in ("external_id", "user_id") and not (
             isinstance(value, str) and _INTEGER.fullmatch(value)

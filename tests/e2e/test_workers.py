@@ -73,6 +73,16 @@ def _children(parent: int) -> set[int]:
     return found
 
 
+def _sample(exposition: str, name: str) -> float:
+    return float(next(line.split()[-1] for line in exposition.splitlines() if line.startswith(name + " ")))
+
+
+def _metrics_dir(worker: int) -> Path:
+    """The directory the supervisor gave ``worker`` for prometheus-client's multiprocess files."""
+    environ = dict(item.split(b"=", 1) for item in Path(f"/proc/{worker}/environ").read_bytes().split(b"\0") if b"=" in item)
+    return Path(environ[b"PROMETHEUS_MULTIPROC_DIR"].decode())
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -123,10 +133,20 @@ def test_two_workers_see_each_others_writes_and_a_follower_answers_hybrid_search
             follower_metrics, owner_metrics = follower.get("/metrics").text, owner.get("/metrics").text
             assert 'role="follower"} 1.0' in follower_metrics and 'role="owner"} 1.0' in owner_metrics
             assert 'memory_store_rows{table="episodes"} 2.0' in follower_metrics
+            # Counters add up over the workers whichever answers: one POST reached each of them,
+            # and only the owner embeds.
+            posts = 'memory_http_requests_total{method="POST",route="/episodes",status="201"} 2.0'
+            assert posts in follower_metrics and posts in owner_metrics
+            assert _sample(follower_metrics, "memory_embed_calls_total") >= 1
+            assert _sample(follower_metrics, "memory_embed_calls_total") == _sample(owner_metrics,
+                                                                                    "memory_embed_calls_total")
         socket_file = Path(f"{tmp_path / 'memory.db'}.sock")
         assert socket_file.stat().st_mode & 0o777 == 0o600
+        metrics_dir = _metrics_dir(next(iter(_children(server.pid))))
+        assert metrics_dir.stat().st_mode & 0o777 == 0o700 and any(metrics_dir.glob("counter_*.db"))
         assert server.stop() == 0, server.stderr()
     assert not socket_file.exists()
+    assert not metrics_dir.exists()
 
 
 def test_killing_the_index_owner_hands_the_index_to_another_worker_and_loses_no_write(tmp_path):

@@ -75,3 +75,48 @@ def test_one_process_at_a_time_holds_the_owner_lock_and_release_hands_it_on(tmp_
     other.join(60)
     assert answer.get(timeout=60) is True
     assert os.stat(path).st_mode & 0o777 == 0o600
+
+
+def _count_in_a_worker(requests: int, refusals: int) -> None:
+    """A worker's share, in its own spawned process (prometheus-client reads
+    PROMETHEUS_MULTIPROC_DIR when it is imported there)."""
+    from app.metrics import ServiceMetrics
+
+    metrics = ServiceMetrics()
+    assert metrics.shared
+    for _ in range(requests):
+        metrics.observe_request("GET", "/episodes/{episode_id}", 200, 0.002)
+    for _ in range(refusals):
+        metrics.rejected.inc()
+    metrics.dead_lettered.inc()
+
+
+def _render_in_a_worker(out) -> None:
+    from prometheus_client import generate_latest
+
+    from app.metrics import ServiceMetrics
+
+    out.put(generate_latest(ServiceMetrics().exposed()).decode())
+
+
+def test_counters_add_up_over_worker_processes_in_a_private_directory_removed_at_exit():
+    from app.serving import METRICS_DIR_VARIABLE, shared_metrics_dir
+
+    spawn = multiprocessing.get_context("spawn")
+    before = os.environ.get(METRICS_DIR_VARIABLE)
+    with shared_metrics_dir() as path:
+        assert os.environ[METRICS_DIR_VARIABLE] == path and os.stat(path).st_mode & 0o777 == 0o700
+        for requests, refusals in ((3, 1), (4, 0)):
+            worker = spawn.Process(target=_count_in_a_worker, args=(requests, refusals))
+            worker.start()
+            worker.join()
+            assert worker.exitcode == 0
+        answers = spawn.Queue()
+        scraper = spawn.Process(target=_render_in_a_worker, args=(answers,))
+        scraper.start()
+        text = answers.get(timeout=60)
+        scraper.join()
+    assert 'memory_http_requests_total{method="GET",route="/episodes/{episode_id}",status="200"} 7.0' in text
+    assert "memory_http_rejected_overload_total 1.0" in text
+    assert "memory_embedding_dead_lettered_total 2.0" in text
+    assert not os.path.exists(path) and os.environ.get(METRICS_DIR_VARIABLE) == before
