@@ -81,7 +81,9 @@ def validation_error(request: Request, exc: ValidationException) -> Response[Err
             and str(extra[0].get("message", "")).startswith("Expected `int`, got"):
         # Ids are ASCII digits only ("+1", "1_0", "٣" are not ids): such a path names no record.
         return _body(404, "not_found", f"no such resource: {request.url.path}")
-    if extra and isinstance(extra[0], dict):
+    if extra and isinstance(extra[0], dict) and extra[0].get("exact"):  # app.routes.strict named it already
+        field, message = extra[0]["key"], str(extra[0]["message"])
+    elif extra and isinstance(extra[0], dict):
         field, message = _field_and_message(extra[0].get("key") or None, str(extra[0].get("message") or exc.detail))
     else:
         missing = _MISSING_PARAM.search(str(exc.detail))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.schemas import Body, Camel, Count, Id, Meta, Name, Text
+from app.schemas import UNSET, Body, Camel, Count, Id, Meta, Name, Text, Unset
 
 
 class VersionOut(Camel):
@@ -73,17 +73,19 @@ class ForgottenOut(Camel):
 
 
 # -- PATCH bodies of entities and summaries ------------------------------------------------------
+# JSON Merge Patch, as UpdateEpisode: left out = unchanged, null clears a nullable field (notes, the
+# episode ids, tokenCount), null on a required one is a 400.
 class UpdateEntity(Body):
-    name: Name | None = None
-    type: Name | None = None
-    notes: Text | None = None
-    metadata: Meta | None = None
+    name: Name | Unset = UNSET
+    type: Name | Unset = UNSET
+    notes: Text | None | Unset = UNSET
+    metadata: Meta | Unset = UNSET
 
 
 class UpdateSummary(Body):
-    content: Text | None = None
-    first_episode_id: Id | None = None
-    last_episode_id: Id | None = None
-    episode_count: Count | None = None
-    token_count: Count | None = None
-    metadata: Meta | None = None
+    content: Text | Unset = UNSET
+    first_episode_id: Id | None | Unset = UNSET
+    last_episode_id: Id | None | Unset = UNSET
+    episode_count: Count | Unset = UNSET
+    token_count: Count | None | Unset = UNSET
+    metadata: Meta | Unset = UNSET

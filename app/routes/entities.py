@@ -12,7 +12,7 @@ from app.routes.deps import (
 )
 from app.routes.examples import DeleteRelationshipBody, UpdateEntityBody, UpsertEntityBody, UpsertRelationshipBody
 from app.schemas import (
-    EntityOut, EntityPage, RelationshipOut, wire,
+    EntityOut, EntityPage, RelationshipOut, changes_of, wire,
 )
 from domain.limits import MAX_NAME
 from domain.models import EntityChanges, NewEntity, NewRelationship, format_timestamp
@@ -58,11 +58,11 @@ class EntityController(Controller):
 
     @patch("/{entity_id:str}", summary="Change an entity's name, type, notes or metadata (re-indexed and re-embedded)",
            responses=errors(400, 404, 409, 413),
-           description="Fields left out stay as they are; `notes: \"\"` clears the notes. A name and type that "
+           description="JSON Merge Patch: fields left out stay as they are; `notes: null` (or `\"\"`) clears the "
+                       "notes; null on name, type or metadata is a 400. A name and type that "
                        "another entity has is a 409.")
     async def update(self, entity_id: PathId, data: UpdateEntityBody, entity_service: EntityService) -> EntityOut:
-        changes = EntityChanges(data.name, data.type, data.notes, data.metadata)
-        return wire(await entity_service.update(entity_id, changes), EntityOut)
+        return wire(await entity_service.update(entity_id, changes_of(data, EntityChanges)), EntityOut)
 
     @delete("/{entity_id:str}", summary="Delete an entity, its relationships and its vector",
           responses=errors(400, 404))
