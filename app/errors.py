@@ -104,7 +104,16 @@ def http_error(request: Request, exc: HTTPException) -> Response[ErrorBody]:
     if status == 400 and isinstance(exc.__cause__, SerializationException):
         return _body(400, "malformed_json", f"malformed JSON body: {exc.detail}")
     # Headers the exception carries (Allow on a 405, WWW-Authenticate, Retry-After) go out with it.
-    return _body(status, HTTP_CODES.get(status, "client_error"), str(exc.detail), headers=exc.headers or None)
+    headers = exc.headers or None
+    if status == 405 and headers:
+        headers = {k: _with_head(v) if k.lower() == "allow" else v for k, v in headers.items()}
+    return _body(status, HTTP_CODES.get(status, "client_error"), str(exc.detail), headers=headers)
+
+
+def _with_head(allow: str) -> str:
+    """Where GET is allowed HEAD is too (app.head_requests answers it)."""
+    methods = [m.strip() for m in allow.split(",")]
+    return ", ".join([*methods, "HEAD"]) if "GET" in methods and "HEAD" not in methods else allow
 
 
 def too_deep(request: Request, exc: RecursionError) -> Response[ErrorBody]:

@@ -40,7 +40,7 @@ class _Declared:
     body: msgspec.json.Decoder | None
 
 
-_DECLARED: dict[int, _Declared] = {}
+_KEY = "nexusai.strict"  # where a handler keeps its _Declared: in its own ``opt`` (not a dict by id: ids are reused)
 
 
 def _number_pattern(annotation: Any) -> re.Pattern[str] | None:
@@ -56,7 +56,7 @@ def _number_pattern(annotation: Any) -> re.Pattern[str] | None:
 
 
 def _declared(handler: HTTPRouteHandler, path_params: Any) -> _Declared:
-    found = _DECLARED.get(id(handler))
+    found = handler.opt.get(_KEY)
     if found is None:
         model = handler.create_kwargs_model(path_parameters=dict.fromkeys(path_params))
         params = handler.parsed_fn_signature.parameters
@@ -64,7 +64,7 @@ def _declared(handler: HTTPRouteHandler, path_params: Any) -> _Declared:
         repeatable = frozenset(model.sequence_query_parameter_names)
         data = handler.parsed_data_field
         body = msgspec.json.Decoder(data.annotation, strict=True) if data is not None else None
-        found = _DECLARED[id(handler)] = _Declared(query, repeatable, body)
+        found = handler.opt[_KEY] = _Declared(query, repeatable, body)
     return found
 
 
@@ -139,6 +139,10 @@ async def strict_input(connection: ASGIConnection, _: BaseRouteHandler) -> None:
     try:
         value = declared.body.decode(raw)
     except msgspec.ValidationError as exc:
+        try:  # a typed decode can stop at a wrong type before it reaches a syntax error ("[1,")
+            msgspec.json.decode(raw)
+        except (msgspec.DecodeError, RecursionError):
+            return  # Litestar's own decode answers it: malformed JSON
         raise body_error(exc) from None
     except (msgspec.DecodeError, RecursionError):
         return  # Litestar's own decode answers malformed JSON (and too-deep nesting) as before
