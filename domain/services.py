@@ -248,12 +248,13 @@ class EntityService:
 
     async def listed_relationships(self, *, limit: int, order: str, cursor: str | None, filter: str | None,
                                    entity_id: int | None = None, label: str | None = None,
-                                   user_id: str | None = None) -> CursorPage[Relationship]:
+                                   user_id: str | None = None, as_of: str | None = None) -> CursorPage[Relationship]:
         if label is not None:
             check_text(label, "label", maximum=MAX_NAME)
         check_owner(Owner(user_id))
         return await fetch_page("relationships", self._store.listing.relationships, limit=limit, order=order,
-                                cursor=cursor, filter=filter, entity_id=entity_id, label=label, user_id=user_id)
+                                cursor=cursor, filter=filter, entity_id=entity_id, label=label, user_id=user_id,
+                                as_of=as_of)
 
     async def by_type(self, entity_type: str, limit: int, offset: int) -> Page[Entity]:
         return await self._store.entities.by_type(entity_type, check_limit(limit), check_offset(offset))

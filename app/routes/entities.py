@@ -85,15 +85,18 @@ class RelationshipController(Controller):
     path = "/relationships"
     tags = ["relationships"]
 
-    @get("/", summary="List relationships (filter by entity, label and metadata)", responses=errors(400),
-         description=LIST_DESCRIPTION + " `entityId` matches either end.")
+    @get("/", summary="List relationships (filter by entity, label, metadata and validity)", responses=errors(400),
+         description=LIST_DESCRIPTION + " `entityId` matches either end; every edge, open and closed, unless "
+                                        "`asOf` asks for those valid at one moment.")
     async def list_all(
         self, entity_service: EntityService, limit: Limit = 20, order: Order = "asc", cursor: Cursor = None,
         filter: Filter = None, entity_id: EntityFilter = None,
         label: Annotated[str | None, Parameter(min_length=1, max_length=MAX_NAME)] = None, user_id: UserFilter = None,
+        as_of: Annotated[str | None, QueryParameter(name="asOf", description=AS_OF)] = None,
     ) -> RelationshipCursorPage:
         page = await entity_service.listed_relationships(limit=limit, order=order, cursor=cursor, filter=filter,
-                                                         entity_id=entity_id, label=label, user_id=user_id)
+                                                         entity_id=entity_id, label=label, user_id=user_id,
+                                                         as_of=as_of_param(as_of))
         return wire(page, RelationshipCursorPage)
 
     @post("/", summary="Upsert a relationship by (fromId, toId, label): 201 created, 200 updated",
