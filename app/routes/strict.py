@@ -25,8 +25,9 @@ from litestar.exceptions import NotFoundException, ValidationException
 from litestar.handlers import BaseRouteHandler, HTTPRouteHandler
 from litestar.utils.scope.state import ScopeState
 
-_INTEGER = re.compile(r"-?[0-9]+")  # a sign is let through so "-1" stays a 400 (out of range)
-_NUMBER = re.compile(r"-?[0-9]+(?:\.[0-9]+)?")
+# No "+", no leading zeros, no "-0", no exponent; a "-" is let through so "-1" stays a 400 (out of range).
+_INTEGER = re.compile(r"0|-?[1-9][0-9]*")
+_NUMBER = re.compile(r"(?:0|-?[1-9][0-9]*)(?:\.[0-9]+)?|-0\.[0-9]+")
 _ID_EXEMPT = frozenset({"external_id", "user_id"})  # path parameters named *_id that are not numbers
 
 
@@ -45,8 +46,11 @@ _KEY = "nexusai.strict"  # where a handler keeps its _Declared: in its own ``opt
 
 def _number_pattern(annotation: Any) -> re.Pattern[str] | None:
     """``_INTEGER`` for an int parameter (optional or not), ``_NUMBER`` for a float one."""
+    if typing.get_origin(annotation) is typing.Annotated:
+        annotation = typing.get_args(annotation)[0]
     args = set(typing.get_args(annotation)) if typing.get_origin(annotation) in (typing.Union, types.UnionType) \
         else {annotation}
+    args = {typing.get_args(a)[0] if typing.get_origin(a) is typing.Annotated else a for a in args}  # Offset | None
     args.discard(type(None))
     if args == {int}:
         return _INTEGER
@@ -127,7 +131,8 @@ async def strict_input(connection: ASGIConnection, _: BaseRouteHandler) -> None:
     """The guard of every route: path ids, query parameters, then the JSON body (see the module)."""
     check_path_ids(connection)
     handler = connection.route_handler  # the guard is handed a copy, made per request: no key for a cache
-    if not isinstance(handler, HTTPRouteHandler):
+    if not isinstance(handler, HTTPRouteHandler) or connection.scope.get("method") == "OPTIONS":
+        # OPTIONS (Litestar's own handler) answers for the path whatever the query: a preflight carries the real one.
         return
     declared = _declared(handler, connection.path_params)
     check_query(connection, declared)

@@ -82,14 +82,18 @@ def test_a_repeated_single_valued_parameter_is_a_400(client, query):
     assert "2 times" in body["message"] or "3 times" in body["message"]
 
 
-@pytest.mark.parametrize("value", ["1e3", "%2B5", "%205", "5%20", "5.0", "%D9%A5", "%EF%BC%95", "0x5", "5_0", "", "1e999"])
-def test_an_integer_query_parameter_is_plain_ascii_digits(client, value):
+@pytest.mark.parametrize("value", ["1e3", "%2B5", "%205", "5%20", "5.0", "%D9%A5", "%EF%BC%95", "0x5", "5_0", "", "1e999",
+                                   "05", "-0", "5%00"])
+def test_an_integer_query_parameter_is_plain_ascii_digits(client, session_id, value):
     for path in ("/episodes?", "/episodes/search?q=a&", "/sessions?", "/entities/by-type/person?"):
         _error(client.get(f"{path}limit={value}"), "limit")
     _error(client.get(f"/events?after={value}"), "after")
+    _error(client.get(f"/sessions?offset={value}"), "offset")  # Offset | None: a number inside a union
+    _error(client.get(f"/episodes?sessionId={value}"), "sessionId")
+    _error(client.get(f"/sessions/{session_id}/episodes?offset={value}"), "offset")
 
 
-@pytest.mark.parametrize("value", ["1e1", "NaN", "inf", "-inf", "0x1", "%2B1", ".5", "1."])
+@pytest.mark.parametrize("value", ["1e1", "NaN", "inf", "-inf", "0x1", "%2B1", ".5", "1.", "00.5", "-0"])
 def test_a_number_query_parameter_is_plain_decimal(client, value):
     _error(client.get(f"/events?wait={value}"), "wait")
 
