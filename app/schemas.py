@@ -90,28 +90,6 @@ class EpisodeBatch(Body):
     episodes: Annotated[list[CreateEpisode], msgspec.Meta(min_length=1, max_length=limits.MAX_BATCH)]
 
 
-# PATCH bodies follow JSON Merge Patch (RFC 7396): a field left out stays as it is, ``null`` clears a
-# nullable field, and ``null`` on a required one is a 400 naming it (its type has no null).
-Unset = msgspec.UnsetType
-UNSET = msgspec.UNSET
-
-
-class UpdateEpisode(Body):
-    user_message: Text | Unset = UNSET
-    ai_response: Text | Unset = UNSET
-    token_count: Count | None | Unset = UNSET
-    metadata: Meta | Unset = UNSET
-
-
-C = TypeVar("C")
-
-
-def changes_of(data: Body, changes: type[C]) -> C:
-    """A PATCH body as the domain's partial update: the fields given (``None`` included), the rest ``KEEP``."""
-    return changes(**{name: value for name in data.__struct_fields__
-                      if (value := getattr(data, name)) is not UNSET})
-
-
 class UpsertEntity(Body):
     name: Name
     type: Name

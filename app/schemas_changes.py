@@ -1,10 +1,12 @@
-"""Wire schemas of what changes: PATCH bodies of entities and summaries, a record's versions (history), the change feed's events, and what forgetting a user removed."""
+"""Wire schemas of what changes: PATCH bodies (JSON Merge Patch) of episodes, entities and summaries, a record's versions (history), the change feed's events, and what forgetting a user removed."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
-from app.schemas import UNSET, Body, Camel, Count, Id, Meta, Name, Text, Unset
+import msgspec
+
+from app.schemas import Body, Camel, Count, Id, Meta, Name, Text
 
 
 class VersionOut(Camel):
@@ -72,7 +74,29 @@ class ForgottenOut(Camel):
     history: int  # versions of those records' history, forgotten with them
 
 
-# -- PATCH bodies of entities and summaries ------------------------------------------------------
+# -- PATCH bodies -----------------------------------------------------------------------------------
+# PATCH bodies follow JSON Merge Patch (RFC 7396): a field left out stays as it is, ``null`` clears a
+# nullable field, and ``null`` on a required one is a 400 naming it (its type has no null).
+Unset = msgspec.UnsetType
+UNSET = msgspec.UNSET
+
+
+class UpdateEpisode(Body):
+    user_message: Text | Unset = UNSET
+    ai_response: Text | Unset = UNSET
+    token_count: Count | None | Unset = UNSET
+    metadata: Meta | Unset = UNSET
+
+
+C = TypeVar("C")
+
+
+def changes_of(data: Body, changes: type[C]) -> C:
+    """A PATCH body as the domain's partial update: the fields given (``None`` included), the rest ``KEEP``."""
+    return changes(**{name: value for name in data.__struct_fields__
+                      if (value := getattr(data, name)) is not UNSET})
+
+
 # JSON Merge Patch, as UpdateEpisode: left out = unchanged, null clears a nullable field (notes, the
 # episode ids, tokenCount), null on a required one is a 400.
 class UpdateEntity(Body):

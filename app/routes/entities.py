@@ -12,8 +12,9 @@ from app.routes.deps import (
 )
 from app.routes.examples import DeleteRelationshipBody, UpdateEntityBody, UpsertEntityBody, UpsertRelationshipBody
 from app.schemas import (
-    EntityOut, EntityPage, RelationshipOut, changes_of, wire,
+    EntityOut, EntityPage, RelationshipOut, wire,
 )
+from app.schemas_changes import changes_of
 from domain.limits import MAX_NAME
 from domain.models import EntityChanges, NewEntity, NewRelationship, format_timestamp
 from domain.services import EntityService

@@ -11,8 +11,9 @@ from app.routes.deps import (
 from app.routes.examples import CreateEpisodeBody, EpisodeBatchBody, UpdateEpisodeBody
 from app.cursor_pages import EpisodeCursorPage
 from app.schemas import (
-    CreateEpisode, EpisodeHit, EpisodeOut, EpisodeSearchOut, changes_of, episode_out, wire,
+    CreateEpisode, EpisodeHit, EpisodeOut, EpisodeSearchOut, episode_out, wire,
 )
+from app.schemas_changes import changes_of
 from domain.limits import MAX_BATCH, MAX_ID, MAX_KEYWORD_QUERY, MAX_LIMIT
 from domain.models import EpisodeChanges, NewEpisode, Owner, format_timestamp
 from domain.services import EpisodeService

@@ -9,7 +9,8 @@ from app.routes.deps import (
 )
 from app.routes.examples import CreateSummaryBody, UpdateSummaryBody
 from app.cursor_pages import SummaryCursorPage
-from app.schemas import SummaryOut, changes_of, wire
+from app.schemas import SummaryOut, wire
+from app.schemas_changes import changes_of
 from domain.models import NewSummary, Owner, SummaryChanges, format_timestamp
 from domain.services import SummaryService
 
