@@ -267,3 +267,21 @@ def test_mcp_tools_refuse_unknown_arguments_and_numbers_as_text(make_settings):
 
     asyncio.run(scenario())
 
+
+
+def test_the_query_parameters_a_route_takes_are_exactly_those_its_openapi_entry_documents(client):
+    # The guard derives what a route takes from its handler; the schema is derived from the same
+    # signature. Any drift would make a documented parameter a 400, or an undocumented one pass.
+    spec = client.get("/schema/openapi.json").json()
+    checked = 0
+    for path, operations in spec["paths"].items():
+        for method, operation in operations.items():
+            documented = sorted(p["name"] for p in operation.get("parameters", ()) if p["in"] == "query")
+            concrete = re.sub(r"\{[^}]+\}", "1", path).replace("/by-type/1", "/by-type/x").replace("/users/1", "/users/x")
+            body = {} if method in ("post", "patch", "delete") else None
+            refused = client.request(method.upper(), concrete, params={"zzUnknown": "1"}, json=body).json()
+            assert refused["field"] == "zzUnknown", (method, path, refused)
+            listed = refused["message"].split("this route takes: ")[1].rstrip(")")
+            assert listed == (", ".join(documented) or "none"), (method, path, listed, documented)
+            checked += 1
+    assert checked >= 35
