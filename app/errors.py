@@ -81,7 +81,9 @@ def validation_error(request: Request, exc: ValidationException) -> Response[Err
             and str(extra[0].get("message", "")).startswith("Expected `int`, got"):
         # Ids are ASCII digits only ("+1", "1_0", "٣" are not ids): such a path names no record.
         return _body(404, "not_found", f"no such resource: {request.url.path}")
-    if extra and isinstance(extra[0], dict):
+    if extra and isinstance(extra[0], dict) and extra[0].get("exact"):  # app.routes.strict named it already
+        field, message = extra[0]["key"], str(extra[0]["message"])
+    elif extra and isinstance(extra[0], dict):
         field, message = _field_and_message(extra[0].get("key") or None, str(extra[0].get("message") or exc.detail))
     else:
         missing = _MISSING_PARAM.search(str(exc.detail))
@@ -102,7 +104,16 @@ def http_error(request: Request, exc: HTTPException) -> Response[ErrorBody]:
     if status == 400 and isinstance(exc.__cause__, SerializationException):
         return _body(400, "malformed_json", f"malformed JSON body: {exc.detail}")
     # Headers the exception carries (Allow on a 405, WWW-Authenticate, Retry-After) go out with it.
-    return _body(status, HTTP_CODES.get(status, "client_error"), str(exc.detail), headers=exc.headers or None)
+    headers = exc.headers or None
+    if status == 405 and headers:
+        headers = {k: _with_head(v) if k.lower() == "allow" else v for k, v in headers.items()}
+    return _body(status, HTTP_CODES.get(status, "client_error"), str(exc.detail), headers=headers)
+
+
+def _with_head(allow: str) -> str:
+    """Where GET is allowed HEAD is too (app.head_requests answers it)."""
+    methods = [m.strip() for m in allow.split(",")]
+    return ", ".join([*methods, "HEAD"]) if "GET" in methods and "HEAD" not in methods else allow
 
 
 def too_deep(request: Request, exc: RecursionError) -> Response[ErrorBody]:

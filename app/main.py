@@ -15,9 +15,10 @@ from app.config import ConfigError, Settings
 from app.container import Container, build_container, shutdown
 from app.docs import DOCS_PATHS, docs_asset, open_operations, openapi_config
 from app.errors import EXCEPTION_HANDLERS
+from app.head_requests import HeadAsGet
 from app.health import HEALTH_ROUTES
 from app.index_role import WorkerCollector, attach_index_role
-from app.mcp_server import mounted as mounted_mcp
+from app.mcp_server import MCP_PATH, mounted as mounted_mcp
 from app.metrics import metrics
 from app.middleware import (
     AdmissionControl, ApiKeyGate, JsonBodiesOnly, RequestObserver, install_request_id_filter,
@@ -153,7 +154,7 @@ def create_app(settings: Settings, container: Container | None = None, *, worker
     # Gates run before routing. Admission control is outermost: under overload a refusal must
     # cost as little as possible (no request id, no log line; it has its own counter). Inside it
     # the observer sees unrouted and refused-by-gate requests and the final status of the rest.
-    handler = JsonBodiesOnly(app.asgi_handler)
+    handler = JsonBodiesOnly(HeadAsGet(app.asgi_handler, passthrough=(MCP_PATH,)))
     handler = ApiKeyGate(handler, settings.memory_api_key, OPEN_PATHS, cors=bool(settings.cors_origins))
     admission = AdmissionControl(RequestObserver(handler, service_metrics), settings.max_in_flight, ADMISSION_EXEMPT,
                                  max_body=settings.max_body_bytes)

@@ -23,7 +23,7 @@ import msgspec
 from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import ToolAnnotations
-from pydantic import Field
+from pydantic import Field, create_model
 
 from app.config import Settings
 from app.container import Container, build_container, shutdown
@@ -88,6 +88,21 @@ def guarded(fn: Callable[..., Awaitable[Result]]) -> Callable[..., Awaitable[Res
             raise _tool_error(exc) from exc
 
     return call
+
+
+def _strict_arguments(server: MCPServer) -> None:
+    """Every tool's arguments as strict as the REST bodies: an argument the tool does not declare is
+    refused, naming it (the SDK's argument models ignore it: python-sdk issue #3067), and a number
+    or boolean must be one ("5", "true" are refused; the SDK still unpacks a list or object sent as
+    JSON text). The SDK reads ``fn_metadata.arg_model`` at each call, so a stricter subclass of the
+    model it built takes effect; ``parameters`` (the published input schema) follows it."""
+    for tool in server._tool_manager.list_tools():  # no public accessor for the registered Tool
+        loose = tool.fn_metadata.arg_model
+        strict = create_model(loose.__name__, __base__=loose, __module__=loose.__module__)
+        strict.model_config.update(extra="forbid", strict=True)
+        strict.model_rebuild(force=True)
+        tool.fn_metadata.arg_model = strict
+        tool.parameters = strict.model_json_schema(by_alias=True)
 
 
 def build_server(container: Container, wrote: Callable[[], None] = lambda: None) -> MCPServer:
@@ -244,6 +259,8 @@ def build_server(container: Container, wrote: Callable[[], None] = lambda: None)
         """How a record changed, oldest first: each update or delete with the record before and after
         (after is null once deleted) and the fields that changed. Works after the record is gone."""
         return _wire(history_out(await container.history().of_record(kind, record_id, 0, limit)))
+
+    _strict_arguments(server)
 
     @server.custom_route("/health", methods=["GET"])
     async def health(request):  # a liveness probe for process managers and the test launcher

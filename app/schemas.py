@@ -90,13 +90,6 @@ class EpisodeBatch(Body):
     episodes: Annotated[list[CreateEpisode], msgspec.Meta(min_length=1, max_length=limits.MAX_BATCH)]
 
 
-class UpdateEpisode(Body):
-    user_message: Text | None = None
-    ai_response: Text | None = None
-    token_count: Count | None = None
-    metadata: Meta | None = None
-
-
 class UpsertEntity(Body):
     name: Name
     type: Name

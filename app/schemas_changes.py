@@ -1,8 +1,10 @@
-"""Wire schemas of what changes: PATCH bodies of entities and summaries, a record's versions (history), the change feed's events, and what forgetting a user removed."""
+"""Wire schemas of what changes: PATCH bodies (JSON Merge Patch) of episodes, entities and summaries, a record's versions (history), the change feed's events, and what forgetting a user removed."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
+
+import msgspec
 
 from app.schemas import Body, Camel, Count, Id, Meta, Name, Text
 
@@ -72,18 +74,42 @@ class ForgottenOut(Camel):
     history: int  # versions of those records' history, forgotten with them
 
 
-# -- PATCH bodies of entities and summaries ------------------------------------------------------
+# -- PATCH bodies -----------------------------------------------------------------------------------
+# PATCH bodies follow JSON Merge Patch (RFC 7396): a field left out stays as it is, ``null`` clears a
+# nullable field, and ``null`` on a required one is a 400 naming it (its type has no null).
+Unset = msgspec.UnsetType
+UNSET = msgspec.UNSET
+
+
+class UpdateEpisode(Body):
+    user_message: Text | Unset = UNSET
+    ai_response: Text | Unset = UNSET
+    token_count: Count | None | Unset = UNSET
+    metadata: Meta | Unset = UNSET
+
+
+C = TypeVar("C")
+
+
+def changes_of(data: Body, changes: type[C]) -> C:
+    """A PATCH body as the domain's partial update: the fields given (``None`` included), the rest ``KEEP``."""
+    return changes(**{name: value for name in data.__struct_fields__
+                      if (value := getattr(data, name)) is not UNSET})
+
+
+# JSON Merge Patch, as UpdateEpisode: left out = unchanged, null clears a nullable field (notes, the
+# episode ids, tokenCount), null on a required one is a 400.
 class UpdateEntity(Body):
-    name: Name | None = None
-    type: Name | None = None
-    notes: Text | None = None
-    metadata: Meta | None = None
+    name: Name | Unset = UNSET
+    type: Name | Unset = UNSET
+    notes: Text | None | Unset = UNSET
+    metadata: Meta | Unset = UNSET
 
 
 class UpdateSummary(Body):
-    content: Text | None = None
-    first_episode_id: Id | None = None
-    last_episode_id: Id | None = None
-    episode_count: Count | None = None
-    token_count: Count | None = None
-    metadata: Meta | None = None
+    content: Text | Unset = UNSET
+    first_episode_id: Id | None | Unset = UNSET
+    last_episode_id: Id | None | Unset = UNSET
+    episode_count: Count | Unset = UNSET
+    token_count: Count | None | Unset = UNSET
+    metadata: Meta | Unset = UNSET

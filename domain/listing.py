@@ -49,7 +49,8 @@ class ListQuery:
     """What a list asks for. Each kind reads the fields that apply to it and ignores the others
     (the services only set those): ``session_id`` (episodes, summaries), ``type`` (entities),
     ``entity_id`` (relationships: either end), ``label`` (relationships), ``user_id`` (every kind:
-    the record's own owner), ``agent_id`` (sessions, episodes, summaries)."""
+    the record's own owner), ``agent_id`` (sessions, episodes, summaries), ``as_of`` (relationships:
+    those valid at that canonical timestamp, ``Relationship.valid_at``)."""
 
     limit: int
     order: Order = "asc"
@@ -61,6 +62,7 @@ class ListQuery:
     label: str | None = None
     user_id: str | None = None
     agent_id: str | None = None
+    as_of: str | None = None
 
     def follows(self, created_at: str, record_id: int) -> bool:
         """Whether a record with this key comes after ``after`` in this order (the keyset rule)."""

@@ -11,9 +11,10 @@ Every datetime a client gives (``createdAt``, ``since``, ``until``, imported row
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
-from typing import Any, Generic, TypeVar
+from enum import Enum
+from typing import Any, Final, Generic, Literal, TypeVar
 
 from domain.errors import Invalid
 
@@ -170,14 +171,50 @@ class NewEpisode:
     expires_at: str | None = None
 
 
+class Keep(Enum):
+    """The value of a field a partial update leaves as it is (``None`` is a value: it clears)."""
+
+    KEEP = "keep"
+
+    def __repr__(self) -> str:
+        return "KEEP"
+
+
+KEEP: Final[Literal[Keep.KEEP]] = Keep.KEEP
+
+# The fields of each kind of change that may be cleared with None; the others are required.
+NULLABLE: dict[str, frozenset[str]] = {
+    "EpisodeChanges": frozenset({"token_count"}),
+    "EntityChanges": frozenset({"notes"}),
+    "SummaryChanges": frozenset({"first_episode_id", "last_episode_id", "token_count"}),
+}
+
+
+def check_changes(changes: Any) -> None:
+    """A required field set to None is an Invalid naming it (the wire's camelCase name)."""
+    nullable = NULLABLE[type(changes).__name__]
+    for f in fields(changes):
+        if getattr(changes, f.name) is None and f.name not in nullable:
+            head, *rest = f.name.split("_")
+            wire = head + "".join(p.title() for p in rest)
+            raise Invalid(f"{wire}: cannot be null (it is required; leave it out to keep it)", field=wire)
+
+
+def merged(changes: Any, old: Any) -> dict[str, Any]:
+    """Every field of ``changes`` with ``KEEP`` replaced by ``old``'s value: the record's new values."""
+    return {f.name: getattr(old, f.name) if getattr(changes, f.name) is KEEP else getattr(changes, f.name)
+            for f in fields(changes)}
+
+
 @dataclass(frozen=True, slots=True)
 class EpisodeChanges:
-    """Fields of an episode to change; ``None`` leaves a field as it is."""
+    """Fields of an episode to change (a partial update, JSON Merge Patch's rule): ``KEEP`` leaves a
+    field as it is, ``None`` clears a nullable field (``token_count``) and is refused on the others."""
 
-    user_message: str | None = None
-    ai_response: str | None = None
-    token_count: int | None = None
-    metadata: Metadata | None = None
+    user_message: str | Keep = KEEP
+    ai_response: str | Keep = KEEP
+    token_count: int | None | Keep = KEEP
+    metadata: Metadata | Keep = KEEP
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,12 +229,12 @@ class NewEntity:
 
 @dataclass(frozen=True, slots=True)
 class EntityChanges:
-    """A partial update of an entity: ``None`` fields stay as they are (``notes=""`` clears notes)."""
+    """A partial update of an entity: ``KEEP`` fields stay as they are; ``notes=None`` (or ``""``) clears the notes."""
 
-    name: str | None = None
-    type: str | None = None
-    notes: str | None = None
-    metadata: Metadata | None = None
+    name: str | Keep = KEEP
+    type: str | Keep = KEEP
+    notes: str | None | Keep = KEEP
+    metadata: Metadata | Keep = KEEP
 
 
 @dataclass(frozen=True, slots=True)
@@ -274,11 +311,12 @@ class Upserted(Generic[T]):
 
 @dataclass(frozen=True, slots=True)
 class SummaryChanges:
-    """A partial update of a summary: ``None`` fields stay as they are."""
+    """A partial update of a summary: ``KEEP`` fields stay as they are; ``None`` clears the episode
+    ids or the token count."""
 
-    content: str | None = None
-    first_episode_id: int | None = None
-    last_episode_id: int | None = None
-    episode_count: int | None = None
-    token_count: int | None = None
-    metadata: Metadata | None = None
+    content: str | Keep = KEEP
+    first_episode_id: int | None | Keep = KEEP
+    last_episode_id: int | None | Keep = KEEP
+    episode_count: int | Keep = KEEP
+    token_count: int | None | Keep = KEEP
+    metadata: Metadata | Keep = KEEP

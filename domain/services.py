@@ -7,6 +7,7 @@ records) so every adapter and every entry point (REST, CLI, tests) gets the same
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from domain.errors import Invalid, NotFound
 from domain.keywords import MATCH_MODES, MatchMode, plain_query
@@ -16,7 +17,7 @@ from domain.limits import (
 from domain.models import (
     Entity, EntityChanges, Episode, EpisodeChanges, KeywordHit, Metadata, NewEntity, NewEpisode,
     NewRelationship, NewSummary, Owner, Page, Relationship, Session, Summary, SummaryChanges, Upserted,
-    utc_now,
+    KEEP, check_changes, merged, utc_now,
 )
 from domain.listing import CursorPage, fetch_page
 from domain.record_kinds import NAMES
@@ -24,6 +25,10 @@ from domain import writes
 from ports.entities import Direction
 from ports.store import Store
 
+
+def _given(value: Any) -> Any:
+    """A change's value for the checks that take None as "nothing to check": ``KEEP`` is nothing to check."""
+    return None if value is KEEP else value
 
 def check_limit(value: int, field: str = "limit", maximum: int = MAX_LIMIT) -> int:
     if value < 1 or value > maximum:
@@ -164,16 +169,17 @@ class EpisodeService:
         return _found(await self._store.episodes.get(episode_id), "episode", episode_id)
 
     async def update(self, episode_id: int, changes: EpisodeChanges) -> Episode:
+        check_changes(changes)
         for field, value in (("userMessage", changes.user_message), ("aiResponse", changes.ai_response)):
-            if value is not None:
+            if value is not KEEP:
                 check_text(value, field, allow_empty=True)
-        check_count(changes.token_count, "tokenCount")
-        check_metadata(changes.metadata)
-        if changes.user_message is not None or changes.ai_response is not None:
+        check_count(_given(changes.token_count), "tokenCount")
+        check_metadata(_given(changes.metadata))
+        if changes.user_message is not KEEP or changes.ai_response is not KEEP:
             # The rule of add: the episode that results must say something on one side at least.
             current = _found(await self._store.episodes.get(episode_id), "episode", episode_id)
-            user = current.user_message if changes.user_message is None else changes.user_message
-            ai = current.ai_response if changes.ai_response is None else changes.ai_response
+            new = merged(changes, current)
+            user, ai = new["user_message"], new["ai_response"]
             if not (user.strip() or ai.strip()):
                 raise Invalid("userMessage and aiResponse must not both be empty", field="userMessage")
         return _found(await self._store.uow.run(lambda tx: writes.update_episode(tx, episode_id, changes)), "episode", episode_id)
@@ -222,12 +228,13 @@ class EntityService:
         return _found(await self._store.entities.get(entity_id), "entity", entity_id)
 
     async def update(self, entity_id: int, changes: EntityChanges) -> Entity:
+        check_changes(changes)
         for field, value in (("name", changes.name), ("type", changes.type)):
-            if value is not None:
+            if value is not KEEP:
                 check_text(value, field, maximum=MAX_NAME)
-        if changes.notes is not None:
+        if _given(changes.notes) is not None:
             check_text(changes.notes, "notes", allow_empty=True)
-        check_metadata(changes.metadata)
+        check_metadata(_given(changes.metadata))
         return _found(await self._store.uow.run(lambda tx: writes.update_entity(tx, entity_id, changes)),
                       "entity", entity_id)
 
@@ -241,12 +248,13 @@ class EntityService:
 
     async def listed_relationships(self, *, limit: int, order: str, cursor: str | None, filter: str | None,
                                    entity_id: int | None = None, label: str | None = None,
-                                   user_id: str | None = None) -> CursorPage[Relationship]:
+                                   user_id: str | None = None, as_of: str | None = None) -> CursorPage[Relationship]:
         if label is not None:
             check_text(label, "label", maximum=MAX_NAME)
         check_owner(Owner(user_id))
         return await fetch_page("relationships", self._store.listing.relationships, limit=limit, order=order,
-                                cursor=cursor, filter=filter, entity_id=entity_id, label=label, user_id=user_id)
+                                cursor=cursor, filter=filter, entity_id=entity_id, label=label, user_id=user_id,
+                                as_of=as_of)
 
     async def by_type(self, entity_type: str, limit: int, offset: int) -> Page[Entity]:
         return await self._store.entities.by_type(entity_type, check_limit(limit), check_offset(offset))
@@ -291,11 +299,12 @@ class SummaryService:
         return _found(await self._store.summaries.get(summary_id), "summary", summary_id)
 
     async def update(self, summary_id: int, changes: SummaryChanges) -> Summary:
-        if changes.content is not None:
+        check_changes(changes)
+        if changes.content is not KEEP:
             check_text(changes.content, "content")
-        check_count(changes.token_count, "tokenCount")
-        check_count(changes.episode_count, "episodeCount")
-        check_metadata(changes.metadata)
+        check_count(_given(changes.token_count), "tokenCount")
+        check_count(_given(changes.episode_count), "episodeCount")
+        check_metadata(_given(changes.metadata))
         return _found(await self._store.uow.run(lambda tx: writes.update_summary(tx, summary_id, changes)),
                       "summary", summary_id)
 

@@ -20,7 +20,7 @@ from domain import changes
 from domain.errors import Invalid
 from domain.models import (
     Entity, EntityChanges, Episode, EpisodeChanges, Metadata, NewEntity, NewEpisode, NewRelationship,
-    NewSummary, Owner, Relationship, Session, Summary, SummaryChanges, Upserted, utc_now,
+    NewSummary, Owner, Relationship, Session, Summary, SummaryChanges, Upserted, check_changes, utc_now,
 )
 from domain.record_kinds import ENTITIES, EPISODES, IN_SESSIONS, KINDS, SUMMARIES, RecordKind, Source
 from ports.unit_of_work import Transaction
@@ -96,6 +96,7 @@ def _expired(record: Any) -> bool:
 
 
 def update_episode(tx: Transaction, episode_id: int, changes: EpisodeChanges) -> Episode | None:
+    check_changes(changes)  # None on a required field never reaches a store (KEEP leaves it)
     if _expired(tx.episodes.get(episode_id)):
         return None
     changed = tx.episodes.update(episode_id, changes)
@@ -124,6 +125,7 @@ def upsert_entity(tx: Transaction, new: NewEntity) -> Upserted[Entity]:
 
 
 def update_entity(tx: Transaction, entity_id: int, changes: EntityChanges) -> Entity | None:
+    check_changes(changes)
     if _expired(tx.entities.get(entity_id)):
         return None
     return _updated(tx, ENTITIES, entity_id, tx.entities.update(entity_id, changes))
@@ -192,6 +194,7 @@ def add_summary(tx: Transaction, new: NewSummary) -> Summary:
 
 
 def update_summary(tx: Transaction, summary_id: int, changes: SummaryChanges) -> Summary | None:
+    check_changes(changes)
     if _expired(tx.summaries.get(summary_id)):
         return None
     return _updated(tx, SUMMARIES, summary_id, tx.summaries.update(summary_id, changes))

@@ -8,7 +8,7 @@ from dataclasses import replace
 
 from adapters.memory.state import MemoryState, expiry, live, page_of, stored
 from domain.errors import Conflict, NotFound
-from domain.models import Entity, EntityChanges, NewEntity, NewRelationship, Page, Relationship, Upserted, utc_now
+from domain.models import Entity, EntityChanges, NewEntity, NewRelationship, Page, Relationship, Upserted, merged, utc_now
 from ports.entities import Direction
 
 
@@ -75,10 +75,8 @@ class EntityTx:
         old = self._s.entities.get(entity_id)
         if old is None:
             return None
-        c = changes
-        new = replace(old, name=old.name if c.name is None else c.name, type=old.type if c.type is None else c.type,
-                      notes=old.notes if c.notes is None else c.notes,
-                      metadata=old.metadata if c.metadata is None else stored(c.metadata), updated_at=utc_now())
+        values = merged(changes, old)
+        new = replace(old, **{**values, "metadata": stored(values["metadata"])}, updated_at=utc_now())
         if any(e.id != entity_id and (e.user_id, e.name, e.type) == (new.user_id, new.name, new.type)
                for e in self._s.entities.values()):
             raise Conflict(f"an entity named {new.name!r} of type {new.type!r} exists", field="name")

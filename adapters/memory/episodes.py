@@ -7,7 +7,7 @@ from dataclasses import replace
 
 from adapters.memory.state import MemoryState, canonical, expiry, live, page_of, stored
 from domain.errors import NotFound
-from domain.models import Episode, EpisodeChanges, Neighbours, NewEpisode, Page
+from domain.models import Episode, EpisodeChanges, Neighbours, NewEpisode, Page, merged
 
 
 class MemoryEpisodes:
@@ -71,13 +71,8 @@ class EpisodeTx:
         old = self._s.episodes.get(episode_id)
         if old is None:
             return None
-        new = replace(
-            old,
-            user_message=old.user_message if changes.user_message is None else changes.user_message,
-            ai_response=old.ai_response if changes.ai_response is None else changes.ai_response,
-            token_count=old.token_count if changes.token_count is None else changes.token_count,
-            metadata=old.metadata if changes.metadata is None else stored(changes.metadata),
-        )
+        values = merged(changes, old)
+        new = replace(old, **{**values, "metadata": stored(values["metadata"])})
         self._s.episodes[episode_id] = new
         return old, new
 

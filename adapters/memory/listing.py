@@ -40,7 +40,8 @@ class MemoryListing:
 
     async def relationships(self, query: ListQuery) -> Listed[Relationship]:
         return _page(list(self._s.relationships.values()), query,
-                     lambda r: query.entity_id is None or query.entity_id in (r.from_id, r.to_id), "label", "user_id")
+                     lambda r: (query.entity_id is None or query.entity_id in (r.from_id, r.to_id))
+                     and (query.as_of is None or r.valid_at(query.as_of)), "label", "user_id")
 
     async def summaries(self, query: ListQuery) -> Listed[Summary]:
         return _page(list(self._s.summaries.values()), query, _all, "session_id", "user_id", "agent_id")

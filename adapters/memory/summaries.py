@@ -7,7 +7,7 @@ from dataclasses import replace
 
 from adapters.memory.state import MemoryState, expiry, live, stored
 from domain.errors import NotFound
-from domain.models import NewSummary, Summary, SummaryChanges, utc_now
+from domain.models import NewSummary, Summary, SummaryChanges, merged, utc_now
 
 
 class MemorySummaries:
@@ -50,10 +50,8 @@ class SummaryTx:
         old = self._s.summaries.get(summary_id)
         if old is None:
             return None
-        given = {name: getattr(changes, name) for name in ("content", "first_episode_id", "last_episode_id",
-                                                           "episode_count", "token_count")}
-        new = replace(old, **{k: v for k, v in given.items() if v is not None},
-                      metadata=old.metadata if changes.metadata is None else stored(changes.metadata))
+        values = merged(changes, old)
+        new = replace(old, **{**values, "metadata": stored(values["metadata"])})
         self._s.summaries[summary_id] = new
         return old, new
 

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from adapters.sqlite import rows
 from adapters.sqlite.reads import Reads, Writes
 from domain.errors import Conflict, NotFound
-from domain.models import Entity, EntityChanges, NewEntity, NewRelationship, Page, Relationship, Upserted, utc_now
+from domain.models import Entity, EntityChanges, NewEntity, NewRelationship, Page, Relationship, Upserted, merged, utc_now
 from ports.entities import Direction
 
 _EDGES = {"out": "from_id = ?", "in": "to_id = ?", "both": "(from_id = ? OR to_id = ?)"}
@@ -100,10 +100,9 @@ class EntityTx(Writes):
         if row is None:
             return None
         old = rows.entity_of(row)
-        c = changes
-        name, kind = old.name if c.name is None else c.name, old.type if c.type is None else c.type
-        notes = old.notes if c.notes is None else c.notes
-        meta = rows.dump_metadata(old.metadata if c.metadata is None else c.metadata)
+        new = merged(changes, old)
+        name, kind, notes = new["name"], new["type"], new["notes"]
+        meta = rows.dump_metadata(new["metadata"])
         try:
             conn.execute("UPDATE entities SET name = ?, type = ?, notes = ?, metadata = ?, updated_at = ? WHERE id = ?",
                          (name, kind, notes, meta, utc_now(), entity_id))

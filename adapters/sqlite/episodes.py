@@ -9,7 +9,7 @@ from dataclasses import replace
 from adapters.sqlite import rows
 from adapters.sqlite.reads import Reads, Writes, in_list
 from domain.errors import NotFound
-from domain.models import Episode, EpisodeChanges, Neighbours, NewEpisode, Page, utc_now
+from domain.models import Episode, EpisodeChanges, Neighbours, NewEpisode, Page, merged, utc_now
 
 # One statement: two seeks per episode on (session_id, created_at, id), done inside SQLite;
 # row values compare the (created_at, id) pair the way list() orders it.
@@ -99,10 +99,9 @@ class EpisodeTx(Writes):
         if row is None:
             return None
         old = rows.episode_of(row)
-        user = old.user_message if changes.user_message is None else changes.user_message
-        ai = old.ai_response if changes.ai_response is None else changes.ai_response
-        tokens = old.token_count if changes.token_count is None else changes.token_count
-        text, meta = rows.stored_metadata(old.metadata if changes.metadata is None else changes.metadata)
+        new = merged(changes, old)
+        user, ai, tokens = new["user_message"], new["ai_response"], new["token_count"]
+        text, meta = rows.stored_metadata(new["metadata"])
         self._conn.execute(
             "UPDATE episodes SET user_message = ?, ai_response = ?, token_count = ?, metadata = ? WHERE id = ?",
             (user, ai, tokens, text, episode_id),

@@ -44,6 +44,9 @@ class SqliteListing(Reads):
         where = self._equal(query, "label", "user_id")
         if query.entity_id is not None:
             where.append(("(from_id = ? OR to_id = ?)", [query.entity_id, query.entity_id]))
+        if query.as_of is not None:  # the rule of Relationship.valid_at
+            where.append(("(valid_from IS NULL OR valid_from <= ?) AND (valid_to IS NULL OR valid_to > ?)",
+                          [query.as_of, query.as_of]))
         return await self._page("relationships", query, where, rows.relationship_of)
 
     async def summaries(self, query: ListQuery) -> Listed[Summary]:

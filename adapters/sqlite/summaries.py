@@ -8,7 +8,7 @@ from dataclasses import replace
 from adapters.sqlite import rows
 from adapters.sqlite.reads import Reads, Writes
 from domain.errors import NotFound
-from domain.models import NewSummary, Summary, SummaryChanges, utc_now
+from domain.models import NewSummary, Summary, SummaryChanges, merged, utc_now
 
 _CHANGEABLE = ("content", "first_episode_id", "last_episode_id", "episode_count", "token_count")
 
@@ -57,9 +57,9 @@ class SummaryTx(Writes):
         if row is None:
             return None
         old = rows.summary_of(row)
-        values = {name: getattr(old, name) if getattr(changes, name) is None else getattr(changes, name)
-                  for name in _CHANGEABLE}
-        text, meta = rows.stored_metadata(old.metadata if changes.metadata is None else changes.metadata)
+        new = merged(changes, old)
+        values = {name: new[name] for name in _CHANGEABLE}
+        text, meta = rows.stored_metadata(new["metadata"])
         self._conn.execute(
             f"UPDATE summaries SET {', '.join(f'{n} = ?' for n in _CHANGEABLE)}, metadata = ? WHERE id = ?",
             (*values.values(), text, summary_id),

@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-import re
 from typing import Annotated, Literal
 
-from litestar.connection import ASGIConnection
 from litestar.di import Provide
-from litestar.exceptions import NotFoundException
-from litestar.handlers import BaseRouteHandler
 from litestar.openapi import ResponseSpec
 from litestar.openapi.spec import Example
 from litestar.params import Parameter, QueryParameter
 
+from app.routes.strict import strict_input
 from app.schemas import ErrorBody, wire_timestamp
 from domain.errors import Invalid
 from domain.feed import EventService, HistoryService
@@ -60,18 +57,9 @@ def as_of_param(value: str | None) -> str | None:
         raise Invalid(str(exc), field="asOf") from None
 
 
-_INTEGER = re.compile(r"-?[0-9]+")  # a sign is let through so "-1" stays a 400 (out of range)
-
-
-async def ids_are_digits(connection: ASGIConnection, _: BaseRouteHandler) -> None:
-    """A guard on every route: a path id is ASCII digits (a leading "-" is left to the range check). Converting the path text to ``PathId``
-    alone would take "1.0" and "1e0" as 1, so ``DELETE /sessions/1e0`` would delete session 1.
-    Async on purpose: Litestar runs a sync guard on a worker thread, a thread hop per request."""
-    for name, value in connection.path_params.items():
-        if name.endswith("_id") and name not in ("external_id", "user_id") and not (
-            isinstance(value, str) and _INTEGER.fullmatch(value)
-        ):
-            raise NotFoundException(f"no such resource: {connection.url.path}")
+# The guard of every route (app.main names it ``ids_are_digits``, its first job): path ids, query
+# parameters and JSON bodies, strictly (app.routes.strict).
+ids_are_digits = strict_input
 
 
 # The `_service` suffix is load-bearing: Litestar treats a validation error whose key equals a

@@ -14,6 +14,7 @@ from app.routes.examples import DeleteRelationshipBody, UpdateEntityBody, Upsert
 from app.schemas import (
     EntityOut, EntityPage, RelationshipOut, wire,
 )
+from app.schemas_changes import changes_of
 from domain.limits import MAX_NAME
 from domain.models import EntityChanges, NewEntity, NewRelationship, format_timestamp
 from domain.services import EntityService
@@ -58,11 +59,11 @@ class EntityController(Controller):
 
     @patch("/{entity_id:str}", summary="Change an entity's name, type, notes or metadata (re-indexed and re-embedded)",
            responses=errors(400, 404, 409, 413),
-           description="Fields left out stay as they are; `notes: \"\"` clears the notes. A name and type that "
+           description="JSON Merge Patch: fields left out stay as they are; `notes: null` (or `\"\"`) clears the "
+                       "notes; null on name, type or metadata is a 400. A name and type that "
                        "another entity has is a 409.")
     async def update(self, entity_id: PathId, data: UpdateEntityBody, entity_service: EntityService) -> EntityOut:
-        changes = EntityChanges(data.name, data.type, data.notes, data.metadata)
-        return wire(await entity_service.update(entity_id, changes), EntityOut)
+        return wire(await entity_service.update(entity_id, changes_of(data, EntityChanges)), EntityOut)
 
     @delete("/{entity_id:str}", summary="Delete an entity, its relationships and its vector",
           responses=errors(400, 404))
@@ -85,15 +86,18 @@ class RelationshipController(Controller):
     path = "/relationships"
     tags = ["relationships"]
 
-    @get("/", summary="List relationships (filter by entity, label and metadata)", responses=errors(400),
-         description=LIST_DESCRIPTION + " `entityId` matches either end.")
+    @get("/", summary="List relationships (filter by entity, label, metadata and validity)", responses=errors(400),
+         description=LIST_DESCRIPTION + " `entityId` matches either end; every edge, open and closed, unless "
+                                        "`asOf` asks for those valid at one moment.")
     async def list_all(
         self, entity_service: EntityService, limit: Limit = 20, order: Order = "asc", cursor: Cursor = None,
         filter: Filter = None, entity_id: EntityFilter = None,
         label: Annotated[str | None, Parameter(min_length=1, max_length=MAX_NAME)] = None, user_id: UserFilter = None,
+        as_of: Annotated[str | None, QueryParameter(name="asOf", description=AS_OF)] = None,
     ) -> RelationshipCursorPage:
         page = await entity_service.listed_relationships(limit=limit, order=order, cursor=cursor, filter=filter,
-                                                         entity_id=entity_id, label=label, user_id=user_id)
+                                                         entity_id=entity_id, label=label, user_id=user_id,
+                                                         as_of=as_of_param(as_of))
         return wire(page, RelationshipCursorPage)
 
     @post("/", summary="Upsert a relationship by (fromId, toId, label): 201 created, 200 updated",

@@ -13,6 +13,7 @@ from app.cursor_pages import EpisodeCursorPage
 from app.schemas import (
     CreateEpisode, EpisodeHit, EpisodeOut, EpisodeSearchOut, episode_out, wire,
 )
+from app.schemas_changes import changes_of
 from domain.limits import MAX_BATCH, MAX_ID, MAX_KEYWORD_QUERY, MAX_LIMIT
 from domain.models import EpisodeChanges, NewEpisode, Owner, format_timestamp
 from domain.services import EpisodeService
@@ -79,10 +80,10 @@ class EpisodeController(Controller):
 
     @patch("/{episode_id:str}", summary="Change an episode's text or metadata (re-indexed and re-embedded)",
           responses=errors(400, 404, 413),
-          description='Fields left out stay as they are.')
+          description='JSON Merge Patch: fields left out stay as they are; `tokenCount: null` clears the '
+                      'token count; null on any other field is a 400 naming it.')
     async def update(self, episode_id: PathId, data: UpdateEpisodeBody, episode_service: EpisodeService) -> EpisodeOut:
-        changes = EpisodeChanges(data.user_message, data.ai_response, data.token_count, data.metadata)
-        return episode_out(await episode_service.update(episode_id, changes))
+        return episode_out(await episode_service.update(episode_id, changes_of(data, EpisodeChanges)))
 
     @delete("/{episode_id:str}", summary="Delete an episode and its vector", responses=errors(400, 404))
     async def remove(self, episode_id: PathId, episode_service: EpisodeService) -> None:

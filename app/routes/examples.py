@@ -15,9 +15,9 @@ from litestar.params import Body
 
 from app.schemas import (
     ContextRequest, CreateEpisode, CreateSession, CreateSummary, DeleteRelationship, EpisodeBatch, SearchRequest,
-    UpdateEpisode, UpdateSession, UpsertEntity, UpsertRelationship,
+    UpdateSession, UpsertEntity, UpsertRelationship,
 )
-from app.schemas_changes import UpdateEntity, UpdateSummary
+from app.schemas_changes import UpdateEntity, UpdateEpisode, UpdateSummary
 
 EXAMPLES: dict[type, dict[str, Any]] = {
     CreateSession: {"externalId": "conv-42", "metadata": {"user": "ana"}},

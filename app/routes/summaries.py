@@ -10,6 +10,7 @@ from app.routes.deps import (
 from app.routes.examples import CreateSummaryBody, UpdateSummaryBody
 from app.cursor_pages import SummaryCursorPage
 from app.schemas import SummaryOut, wire
+from app.schemas_changes import changes_of
 from domain.models import NewSummary, Owner, SummaryChanges, format_timestamp
 from domain.services import SummaryService
 
@@ -42,11 +43,11 @@ class SummaryController(Controller):
         return wire(await summary_service.get(summary_id), SummaryOut)
 
     @patch("/{summary_id:str}", summary="Change a summary's content, counts or metadata (re-indexed and re-embedded)",
-           responses=errors(400, 404, 413), description="Fields left out stay as they are.")
+           responses=errors(400, 404, 413), description=(
+               "JSON Merge Patch: fields left out stay as they are; null clears `firstEpisodeId`, `lastEpisodeId` or "
+               "`tokenCount`; null on content, episodeCount or metadata is a 400 naming it."))
     async def update(self, summary_id: PathId, data: UpdateSummaryBody, summary_service: SummaryService) -> SummaryOut:
-        changes = SummaryChanges(data.content, data.first_episode_id, data.last_episode_id, data.episode_count,
-                                 data.token_count, data.metadata)
-        return wire(await summary_service.update(summary_id, changes), SummaryOut)
+        return wire(await summary_service.update(summary_id, changes_of(data, SummaryChanges)), SummaryOut)
 
     @delete("/{summary_id:str}", summary="Delete a summary and its vector", responses=errors(400, 404))
     async def remove(self, summary_id: PathId, summary_service: SummaryService) -> None:

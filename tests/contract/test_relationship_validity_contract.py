@@ -7,6 +7,7 @@ import pytest
 
 from domain import writes
 from domain.errors import Invalid
+from domain.listing import ListQuery
 from domain.models import NewEntity, NewRelationship
 from ports.store import Store
 
@@ -39,6 +40,22 @@ async def test_as_of_returns_the_edges_valid_then(store: Store) -> None:
     assert [r.id for r in await store.entities.relationships_of(ada, "out", Y2022)] == [new.id]  # to is exclusive
     assert [r.id for r in await store.entities.relationships_of(ada, "out", "2019-06-01T00:00:00.000Z")] == []
     assert {r.id for r in await store.entities.relationships_of(ada, "out")} == {old.id, new.id}
+
+
+
+async def test_the_relationship_list_as_of_a_moment_keeps_the_edges_valid_then(store: Store) -> None:
+    # The same rule as relationships_of, on the keyset list (GET /relationships?asOf=).
+    ada, acme, globex = await entities(store, "Ada", "Acme", "Globex")
+    old = (await relate(store, NewRelationship(ada, acme, "works_at", valid_from=Y2020, valid_to=Y2022))).item
+    new = (await relate(store, NewRelationship(ada, globex, "works_at", valid_from=Y2022))).item
+
+    async def listed(**fields) -> list[int]:
+        return [r.id for r in (await store.listing.relationships(ListQuery(limit=10, **fields))).items]
+
+    assert await listed(as_of=Y2021) == [old.id]
+    assert await listed(as_of=Y2022, entity_id=ada) == [new.id]  # validTo is exclusive
+    assert await listed(as_of="2019-06-01T00:00:00.000Z") == []
+    assert await listed() == [old.id, new.id]
 
 
 async def test_supersedes_closes_the_open_edge_of_the_same_from_and_label(store: Store) -> None:

@@ -40,6 +40,7 @@ async def test_a_token_count_beyond_the_api_range_is_invalid(store, count):
     assert added.value.field == "tokenCount"
     episode = await episodes.add(NewEpisode(session_id=session.id, user_message="u", ai_response="a",
                                             token_count=2**31))
-    with pytest.raises(Invalid):
-        await episodes.update(episode.id, EpisodeChanges(None, None, count, None))
+    with pytest.raises(Invalid) as updated:  # None is "clear" now (JSON Merge Patch): name only the field tested
+        await episodes.update(episode.id, EpisodeChanges(token_count=count))
+    assert updated.value.field == "tokenCount"
     assert (await episodes.get(episode.id)).token_count == 2**31

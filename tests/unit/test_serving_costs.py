@@ -17,7 +17,7 @@ async def test_point_reads_on_the_event_loop_see_each_committed_write_at_once(tm
         session = await store.uow.run(lambda tx: writes.create_session(tx, "conv-1", {}))
         [episode] = await store.uow.run(lambda tx: writes.add_episodes(tx, [NewEpisode(session.id, "first", "reply")]))
         for n in range(20):
-            await store.uow.run(lambda tx: writes.update_episode(tx, episode.id, EpisodeChanges(f"edit {n}", None, None, None)))
+            await store.uow.run(lambda tx: writes.update_episode(tx, episode.id, EpisodeChanges(user_message=f"edit {n}")))
             assert (await store.episodes.get(episode.id)).user_message == f"edit {n}"
         await store.uow.run(lambda tx: writes.delete_episode(tx, episode.id))
         assert await store.episodes.get(episode.id) is None
