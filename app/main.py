@@ -16,6 +16,7 @@ from app.container import Container, build_container, shutdown
 from app.docs import DOCS_PATHS, docs_asset, open_operations, openapi_config
 from app.errors import EXCEPTION_HANDLERS
 from app.health import HEALTH_ROUTES
+from app.health_gate import HealthGate
 from app.index_role import WorkerCollector, attach_index_role
 from app.mcp_server import mounted as mounted_mcp
 from app.metrics import metrics
@@ -154,5 +155,6 @@ def create_app(settings: Settings, container: Container | None = None, *, worker
     service_metrics.watch_admission(admission)
     if role is not None:
         service_metrics.registry.register(WorkerCollector(role))
-    app.asgi_handler = admission
+    # Outermost: health probes are answered from the monitor's snapshot before any other work.
+    app.asgi_handler = HealthGate(admission, monitor, settings.memory_api_key, service_metrics)
     return app

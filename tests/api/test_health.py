@@ -185,3 +185,45 @@ def test_health_answers_starting_at_once_while_the_model_loads(make_settings):
     assert {k: embedder[k] for k in ("status", "reachable", "model", "dimension", "kind")} == {
         "status": "starting", "reachable": False, "model": "all-MiniLM-L6-v2", "dimension": 384, "kind": "local"}
     assert found["degraded"] is False
+
+
+async def test_a_check_that_overruns_keeps_its_last_details_with_their_age_and_says_it_overran():
+    # bench/index_bench.py and the CLI read components.vectorIndex.index: a check that answered
+    # once and then hangs past its limit (an index busy building) must not drop those details.
+    from app.health import DOWN, OK, HealthMonitor, Reading
+
+    hang = asyncio.Event()
+    calls = 0
+
+    async def index_check() -> Reading:
+        nonlocal calls
+        calls += 1
+        if calls > 1:
+            await hang.wait()  # never set: hangs past the limit
+        return Reading(OK, {"kind": "edge", "index": {"status": "consistent", "storeId": "s1"}})
+
+    monitor = HealthMonitor(interval=60, timeout=0.05)
+    monitor.add("vectorIndex", index_check)
+    await monitor.refresh()
+    assert monitor.snapshot()["vectorIndex"]["index"] == {"status": "consistent", "storeId": "s1"}
+    for _ in range(2):  # twice: an overrun after an overrun still shows the last answered details
+        await monitor.refresh()
+        shown = monitor.snapshot()["vectorIndex"]
+        assert shown["status"] == DOWN and shown["overran"] is True and "no answer within" in shown["error"]
+        assert shown["index"] == {"status": "consistent", "storeId": "s1"} and shown["kind"] == "edge"
+        assert shown["detailsAgeSeconds"] >= 0
+    assert calls == 3
+
+
+async def test_a_check_that_overruns_before_ever_answering_says_so_without_details():
+    from app.health import DOWN, HealthMonitor, Reading
+
+    async def hung() -> Reading:
+        await asyncio.Event().wait()
+        raise AssertionError("unreachable")
+
+    monitor = HealthMonitor(interval=60, timeout=0.05)
+    monitor.add("embedder", hung)
+    await monitor.refresh()
+    shown = monitor.snapshot()["embedder"]
+    assert shown["status"] == DOWN and shown["overran"] is True and "detailsAgeSeconds" not in shown
