@@ -20,9 +20,8 @@ from app.health_gate import HealthGate
 from app.index_role import WorkerCollector, attach_index_role
 from app.mcp_server import mounted as mounted_mcp
 from app.metrics import metrics
-from app.middleware import (
-    AdmissionControl, ApiKeyGate, JsonBodiesOnly, RequestObserver, install_request_id_filter,
-)
+from app.middleware import ApiKeyGate, JsonBodiesOnly, RequestObserver, install_request_id_filter
+from app.overload import PatientAdmission
 from app.routes.deps import dependencies, ids_are_digits
 from app.routes.changes import EventController, HistoryController, set_actor
 from app.routes.entities import EntityController, RelationshipController
@@ -150,7 +149,7 @@ def create_app(settings: Settings, container: Container | None = None, *, worker
     # the observer sees unrouted and refused-by-gate requests and the final status of the rest.
     handler = JsonBodiesOnly(app.asgi_handler)
     handler = ApiKeyGate(handler, settings.memory_api_key, OPEN_PATHS, cors=bool(settings.cors_origins))
-    admission = AdmissionControl(RequestObserver(handler, service_metrics), settings.max_in_flight, ADMISSION_EXEMPT,
+    admission = PatientAdmission(RequestObserver(handler, service_metrics), settings.max_in_flight, ADMISSION_EXEMPT,
                                  max_body=settings.max_body_bytes)
     service_metrics.watch_admission(admission)
     if role is not None:
