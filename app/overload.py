@@ -11,9 +11,11 @@ connection that was refused and sends again before its ``Retry-After`` has passe
 its request waits, without using CPU, in a first-come-first-served line for a free slot, for at
 most the ``Retry-After`` delay. When a slot frees it goes straight to the first held request (a
 newcomer cannot jump the line); a request still waiting when its delay ends is refused again.
-So each impatient connection costs at most one refusal per ``Retry-After``, and the service's
-cores go to the admitted requests. A client that waits as told never meets the line. The line is
-bounded (``max_held``, default four times the limit); beyond it requests are refused at once.
+A connection served from the line stays in it: its next request, if no slot is free, queues
+again (within ``Retry-After`` of the last one) instead of meeting an immediate 503. So each
+impatient connection costs at most one refusal per ``Retry-After``, and the service's cores go
+to the admitted requests. A client that waits as told never meets the line. The line is bounded
+(``max_held``, default four times the limit, at least 256); beyond it requests are refused at once.
 
 A connection is known by its peer address and port (``scope["client"]``): a keep-alive
 connection is one client.
@@ -40,7 +42,7 @@ class PatientAdmission(AdmissionControl):
                  max_body: int = 1_048_576, *, hold: float | None = None, max_held: int | None = None) -> None:
         super().__init__(app, limit, exempt, retry_after, max_body)
         self.hold = float(retry_after if hold is None else hold)
-        self.max_held = 4 * limit if max_held is None else max_held
+        self.max_held = max(256, 4 * limit) if max_held is None else max_held
         self.held = 0  # requests held so far (counted once each)
         self._line: deque[asyncio.Future[None]] = deque()
         self._refused_at: dict[object, float] = {}  # connection -> monotonic time of its last refusal
@@ -59,12 +61,16 @@ class PatientAdmission(AdmissionControl):
         client = scope.get("client")
         if self.in_flight < self.limit:
             self.in_flight += 1
-        elif not await self._wait_for_slot(client):
+            self._refused_at.pop(client, None)  # a free slot at once: this connection is not surplus now
+        elif await self._wait_for_slot(client):
+            # Served from the line: the connection stays in it for its next request (were it
+            # refused again at once, every second request of a surplus connection would be a 503).
+            self._refused_at[client] = time.monotonic()
+        else:
             self._refuse_later(client)
             await send(self._refusal_start)
             await send(self._refusal_body)
             return
-        self._refused_at.pop(client, None)
         try:
             await self.app(scope, receive, send)
         finally:

@@ -267,3 +267,41 @@ def test_health_answers_while_every_slot_is_taken_and_the_app_never_answers(make
     assert json.loads(answers["/health/live"].messages[-1]["body"]) == {"status": "ok"}
     assert json.loads(answers["/health/ready"].messages[-1]["body"]) == {"status": "ready"}
     assert all(r.header(b"x-request-id") for r in answers.values())
+
+
+async def test_a_connection_served_from_the_line_queues_again_instead_of_meeting_a_503():
+    from app.overload import PatientAdmission
+
+    slow = {"/slow1": asyncio.Event(), "/slow2": asyncio.Event()}
+
+    async def app(scope, receive, send):
+        if scope["path"] in slow:
+            await slow[scope["path"]].wait()
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"ok"})
+
+    impatient, other = ("10.0.0.3", 3), ("10.0.0.4", 4)
+    gate = PatientAdmission(app, limit=1, exempt=(), hold=3600)
+    busy = asyncio.create_task(gate(_from(other, "/slow1"), None, Recorder()))
+    while gate.in_flight < 1:
+        await asyncio.sleep(0)
+    refused = Recorder()
+    await gate(_from(impatient, "/x"), None, refused)
+    assert refused.status == 503
+    served = [Recorder(), Recorder()]
+    held = asyncio.create_task(gate(_from(impatient, "/x"), None, served[0]))
+    while gate.waiting < 1:
+        await asyncio.sleep(0)
+    slow["/slow1"].set()
+    await asyncio.gather(busy, held)
+    assert served[0].status == 200 and gate.in_flight == 0
+    busy = asyncio.create_task(gate(_from(other, "/slow2"), None, Recorder()))  # the slot is taken again
+    while gate.in_flight < 1:
+        await asyncio.sleep(0)
+    held = asyncio.create_task(gate(_from(impatient, "/x"), None, served[1]))  # its next request
+    while gate.waiting < 1:
+        await asyncio.sleep(0)
+    assert served[1].messages == [] and gate.rejected == 1  # queued again, not refused
+    slow["/slow2"].set()
+    await asyncio.gather(busy, held)
+    assert served[1].status == 200 and (gate.in_flight, gate.held, gate.rejected) == (0, 2, 1)
