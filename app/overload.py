@@ -65,7 +65,7 @@ class PatientAdmission(AdmissionControl):
         elif await self._wait_for_slot(client):
             # Served from the line: the connection stays in it for its next request (were it
             # refused again at once, every second request of a surplus connection would be a 503).
-            self._refused_at[client] = time.monotonic()
+            self._refused_at[client] = time.monotonic()  # (a held request always has a peer)
         else:
             self._refuse_later(client)
             await send(self._refusal_start)
@@ -80,7 +80,7 @@ class PatientAdmission(AdmissionControl):
         """True once a slot was handed to this request (``in_flight`` already counts it); False at
         once for a connection not refused within the last ``hold`` seconds or a full line, else
         False when the hold ends without a slot."""
-        refused = self._refused_at.get(client)
+        refused = self._refused_at.get(client) if client is not None else None  # no peer: nothing to know it by
         if refused is None or time.monotonic() - refused >= self.hold or self.waiting >= self.max_held:
             return False
         self.held += 1
@@ -111,7 +111,8 @@ class PatientAdmission(AdmissionControl):
 
     def _refuse_later(self, client: object) -> None:
         self.rejected += 1
-        self._refused_at[client] = time.monotonic()
+        if client is not None:
+            self._refused_at[client] = time.monotonic()
         self._since_sweep += 1
         if self._since_sweep >= _SWEEP_EVERY:
             self._since_sweep = 0
