@@ -24,6 +24,7 @@ connection is one client.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections import deque
 from collections.abc import Collection
@@ -100,6 +101,9 @@ class PatientAdmission(AdmissionControl):
         finally:
             if not waiter.done():
                 waiter.cancel()
+            if waiter.cancelled():  # out of the line now, so a long stall cannot grow it without bound
+                with contextlib.suppress(ValueError):
+                    self._line.remove(waiter)
 
     def _release(self) -> None:
         while self._line:
