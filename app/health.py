@@ -3,7 +3,8 @@
 Every component has its own check loop (``HealthMonitor``): it runs the check with a time limit,
 stamps the result with the time the check *finished*, sleeps ``HEALTH_INTERVAL`` and goes again.
 So ``GET /health`` does no I/O and never waits on a hung embedder or a stuck disk, however many
-clients ask at once; a check that overruns its time limit reports its component down. Adding a
+clients ask at once; a check that overruns its time limit reports its component down, with the
+details of its last check that answered (and their age, ``detailsAgeSeconds``). Adding a
 component is one ``monitor.add(name, check)`` call: a check is an async function returning a
 ``Reading``.
 
@@ -64,6 +65,7 @@ class _Component:
     reading: Reading = field(default_factory=lambda: Reading(UNKNOWN, error="not checked yet"))
     checked_at: float | None = None  # monotonic time the last check finished
     checked_wall: str | None = None
+    details_at: float | None = None  # monotonic time of the last check that answered (its details are shown)
 
 
 class HealthMonitor:
@@ -123,14 +125,27 @@ class HealthMonitor:
             async with asyncio.timeout(self.timeout):
                 reading = await component.check()
         except TimeoutError:
-            reading = Reading(DOWN, error=f"no answer within {self.timeout:g}s")
+            reading = self._overrun(component)
         except Exception as exc:  # a check reports; it never stops the loop
             reading = Reading(DOWN, error=f"{type(exc).__name__}: {exc}")
         if reading.error:
             reading = Reading(reading.status, reading.details, redact(reading.error, self._secrets))
         # Stamped after the check: a slow check must not look older (or fresher) than it is.
         component.reading, component.checked_at = reading, time.monotonic()
+        if not reading.details.get("overran"):
+            component.details_at = component.checked_at
         component.checked_wall = datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+    def _overrun(self, component: _Component) -> Reading:
+        """A check that overran its time limit says so, and keeps the details of the last check that
+        answered (tools read them: ``index`` under ``vectorIndex``) with how old they are."""
+        error = f"no answer within {self.timeout:g}s"
+        last = component.reading
+        if component.details_at is None:
+            return Reading(DOWN, {"overran": True}, error)
+        details = {**last.details, "overran": True,
+                   "detailsAgeSeconds": round(time.monotonic() - component.details_at, 3)}
+        return Reading(DOWN, details, error)
 
     # -- what the routes read ------------------------------------------------------------------
     def status(self) -> str:

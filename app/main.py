@@ -17,12 +17,12 @@ from app.docs import DOCS_PATHS, docs_asset, open_operations, openapi_config
 from app.errors import EXCEPTION_HANDLERS
 from app.head_requests import HeadAsGet
 from app.health import HEALTH_ROUTES
+from app.health_gate import HealthGate
 from app.index_role import WorkerCollector, attach_index_role
 from app.mcp_server import MCP_PATH, mounted as mounted_mcp
 from app.metrics import metrics
-from app.middleware import (
-    AdmissionControl, ApiKeyGate, JsonBodiesOnly, RequestObserver, install_request_id_filter,
-)
+from app.middleware import ApiKeyGate, JsonBodiesOnly, RequestObserver, install_request_id_filter
+from app.overload import PatientAdmission
 from app.routes.deps import dependencies, ids_are_digits
 from app.routes.changes import EventController, HistoryController, set_actor
 from app.routes.entities import EntityController, RelationshipController
@@ -156,10 +156,11 @@ def create_app(settings: Settings, container: Container | None = None, *, worker
     # the observer sees unrouted and refused-by-gate requests and the final status of the rest.
     handler = JsonBodiesOnly(HeadAsGet(app.asgi_handler, passthrough=(MCP_PATH,)))
     handler = ApiKeyGate(handler, settings.memory_api_key, OPEN_PATHS, cors=bool(settings.cors_origins))
-    admission = AdmissionControl(RequestObserver(handler, service_metrics), settings.max_in_flight, ADMISSION_EXEMPT,
+    admission = PatientAdmission(RequestObserver(handler, service_metrics), settings.max_in_flight, ADMISSION_EXEMPT,
                                  max_body=settings.max_body_bytes)
     service_metrics.watch_admission(admission)
     if role is not None:
         service_metrics.add_collector(WorkerCollector(role))
-    app.asgi_handler = admission
+    # Outermost: health probes are answered from the monitor's snapshot before any other work.
+    app.asgi_handler = HealthGate(admission, monitor, settings.memory_api_key, service_metrics)
     return app

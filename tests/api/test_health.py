@@ -185,3 +185,72 @@ def test_health_answers_starting_at_once_while_the_model_loads(make_settings):
     assert {k: embedder[k] for k in ("status", "reachable", "model", "dimension", "kind")} == {
         "status": "starting", "reachable": False, "model": "all-MiniLM-L6-v2", "dimension": 384, "kind": "local"}
     assert found["degraded"] is False
+
+
+async def test_a_check_that_overruns_keeps_its_last_details_with_their_age_and_says_it_overran():
+    # bench/index_bench.py and the CLI read components.vectorIndex.index: a check that answered
+    # once and then hangs past its limit (an index busy building) must not drop those details.
+    from app.health import DOWN, OK, HealthMonitor, Reading
+
+    hang = asyncio.Event()
+    calls = 0
+
+    async def index_check() -> Reading:
+        nonlocal calls
+        calls += 1
+        if calls > 1:
+            await hang.wait()  # never set: hangs past the limit
+        return Reading(OK, {"kind": "edge", "index": {"status": "consistent", "storeId": "s1"}})
+
+    monitor = HealthMonitor(interval=60, timeout=0.05)
+    monitor.add("vectorIndex", index_check)
+    await monitor.refresh()
+    assert monitor.snapshot()["vectorIndex"]["index"] == {"status": "consistent", "storeId": "s1"}
+    for _ in range(2):  # twice: an overrun after an overrun still shows the last answered details
+        await monitor.refresh()
+        shown = monitor.snapshot()["vectorIndex"]
+        assert shown["status"] == DOWN and shown["overran"] is True and "no answer within" in shown["error"]
+        assert shown["index"] == {"status": "consistent", "storeId": "s1"} and shown["kind"] == "edge"
+        assert shown["detailsAgeSeconds"] >= 0
+    assert calls == 3
+
+
+async def test_a_check_that_overruns_before_ever_answering_says_so_without_details():
+    from app.health import DOWN, HealthMonitor, Reading
+
+    async def hung() -> Reading:
+        await asyncio.Event().wait()
+        raise AssertionError("unreachable")
+
+    monitor = HealthMonitor(interval=60, timeout=0.05)
+    monitor.add("embedder", hung)
+    await monitor.refresh()
+    shown = monitor.snapshot()["embedder"]
+    assert shown["status"] == DOWN and shown["overran"] is True and "detailsAgeSeconds" not in shown
+
+
+def _steady(body: dict) -> dict:
+    """A /health body without what changes between two reads (ages, check times)."""
+    return {**body, "components": {name: {k: v for k, v in c.items() if k not in ("ageSeconds", "checkedAt")}
+                                   for name, c in body.get("components", {}).items()}}
+
+
+def test_the_health_gate_answers_as_the_litestar_routes_do(make_settings):
+    # Plain GETs are answered by the outermost layer (app.health_gate); a request with an Origin
+    # header goes through Litestar's routes. Both must say the same.
+    application = create_app(make_settings(health_interval=3600))  # one round of checks: bodies stay put
+    with TestClient(application) as client:
+        wait_health(client, lambda body: body["status"] == "ok")
+        gate = application.asgi_handler
+        before = gate.answered
+        for path in ("/health", "/health/live", "/health/ready", "/health/"):
+            direct = client.get(path)
+            routed = client.get(path, headers={"origin": "https://elsewhere.example"})
+            assert direct.status_code == routed.status_code == 200
+            assert direct.headers["content-type"] == routed.headers["content-type"]
+            assert direct.headers["x-request-id"] and routed.headers["x-request-id"]
+            assert _steady(direct.json()) == _steady(routed.json())
+        assert gate.answered == before + 4
+        head = client.head("/health/live")  # not a plain GET: the app answers it, as before
+        assert gate.answered == before + 4 and head.status_code == client.head("/health/live", headers={
+            "origin": "https://elsewhere.example"}).status_code

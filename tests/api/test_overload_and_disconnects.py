@@ -4,6 +4,7 @@ callable so the exact messages a server would pass are under the test's control.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 
 import pytest
@@ -11,6 +12,7 @@ from litestar.testing import TestClient
 
 from app.main import create_app
 from app.middleware import AdmissionControl
+from tests.api.test_health import COMPONENTS, wait_health
 
 
 def _scope(method: str, path: str, headers: list[tuple[bytes, bytes]] = ()) -> dict:
@@ -155,3 +157,151 @@ def test_a_client_that_hangs_up_mid_upload_is_not_a_server_error(app, caplog):
                                     {"method": "POST", "route": "/sessions"}) == 1.0
     assert metrics.get_sample_value("memory_http_requests_total",
                                     {"method": "POST", "route": "/sessions", "status": "500"}) is None
+
+
+# -- item 7 with clients that ignore Retry-After: held, not refused again and again ------------------
+def _from(client: tuple[str, int], path: str = "/sessions") -> dict:
+    scope = _scope("GET", path)
+    scope["client"] = client
+    return scope
+
+
+class Blocking:
+    """An app whose requests from the ``blocked`` connections wait until released; others answer."""
+
+    def __init__(self, *blocked: tuple[str, int]) -> None:
+        self.blocked = {client: asyncio.Event() for client in blocked}
+        self.served: list[tuple[str, int]] = []
+
+    async def __call__(self, scope, receive, send):
+        event = self.blocked.get(scope["client"])
+        if event is not None:
+            await event.wait()
+        self.served.append(scope["client"])
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"ok"})
+
+
+async def test_a_client_that_comes_straight_back_after_a_503_is_held_for_the_next_slot():
+    from app.overload import PatientAdmission
+
+    first, second, impatient, newcomer = ("10.0.0.1", 1), ("10.0.0.2", 2), ("10.0.0.3", 3), ("10.0.0.4", 4)
+    app = Blocking(first, second)
+    gate = PatientAdmission(app, limit=2, exempt={"/health"}, hold=3600)  # released below, never times out
+    busy = [asyncio.create_task(gate(_from(c), None, Recorder())) for c in (first, second)]
+    while gate.in_flight < 2:
+        await asyncio.sleep(0)
+    refused = Recorder()
+    await gate(_from(impatient), None, refused)  # the first refusal is immediate, as before
+    assert refused.status == 503 and refused.header(b"retry-after") == b"1"
+    again = Recorder()
+    holding = asyncio.create_task(gate(_from(impatient), None, again))  # ignores Retry-After
+    while gate.waiting < 1:
+        await asyncio.sleep(0)
+    other = Recorder()
+    await gate(_from(newcomer), None, other)  # a newcomer does not jump the line: refused at once
+    assert other.status == 503
+    assert again.messages == [] and gate.held == 1 and gate.rejected == 2
+    app.blocked[first].set()  # a slot frees: it goes to the held request
+    await holding
+    assert again.status == 200 and app.served[-1] == impatient
+    app.blocked[second].set()
+    await asyncio.gather(*busy)
+    assert (gate.in_flight, gate.waiting, gate.rejected) == (0, 0, 2)
+
+
+async def test_a_held_request_is_refused_when_its_retry_after_passes_without_a_slot():
+    from app.overload import PatientAdmission
+
+    busy_client, impatient = ("10.0.0.1", 1), ("10.0.0.3", 3)
+    app = Blocking(busy_client)
+    gate = PatientAdmission(app, limit=1, exempt=(), hold=0.01)
+    busy = asyncio.create_task(gate(_from(busy_client), None, Recorder()))
+    while gate.in_flight < 1:
+        await asyncio.sleep(0)
+    for _ in range(2):
+        refused = Recorder()
+        await gate(_from(impatient), None, refused)
+        assert refused.status == 503
+    assert (gate.held, gate.rejected, gate.in_flight, gate.waiting) == (1, 2, 1, 0)
+    app.blocked[busy_client].set()
+    await busy
+    assert gate.in_flight == 0
+    served = Recorder()
+    await gate(_from(impatient), None, served)  # a free slot is taken at once, held or not
+    assert served.status == 200
+
+
+def test_health_answers_while_every_slot_is_taken_and_the_app_never_answers(make_settings):
+    # The service's own stack with everything behind the health gate jammed: handlers that never
+    # return hold every MAX_IN_FLIGHT slot, one client is refused and comes back (held). The three
+    # health paths still answer, from the background checks' snapshot.
+    application = create_app(make_settings(max_in_flight=2))
+    with TestClient(application) as client:
+        wait_health(client, lambda body: body["ready"])  # every check has run once
+
+        async def scenario() -> dict[str, Recorder]:
+            jammed = Blocking(("10.0.0.1", 1), ("10.0.0.2", 2), ("10.0.0.3", 3))
+            admission = application.asgi_handler.app
+            admission.app = jammed  # every request that gets past admission now hangs
+            tasks = [asyncio.create_task(application(_from(c), None, Recorder())) for c in list(jammed.blocked)[:2]]
+            while admission.in_flight < 2:
+                await asyncio.sleep(0)
+            await application(_from(("10.0.0.3", 3)), None, Recorder())
+            tasks.append(asyncio.create_task(application(_from(("10.0.0.3", 3)), None, Recorder())))
+            answers = {}
+            async with asyncio.timeout(60):  # a bound, not a measurement: before the gate, these hung
+                for path in ("/health", "/health/live", "/health/ready"):
+                    answers[path] = Recorder()
+                    await application(_scope("GET", path), None, answers[path])
+            assert admission.in_flight == 2 and jammed.served == []
+            for event in jammed.blocked.values():
+                event.set()
+            await asyncio.gather(*tasks)
+            return answers
+
+        answers = asyncio.run(scenario())
+    assert all(r.status == 200 for r in answers.values()), {p: (r.status, r.messages[-1].get("body")) for p, r in answers.items()}
+    body = json.loads(answers["/health"].messages[-1]["body"])
+    assert set(body["components"]) == COMPONENTS and isinstance(body["ready"], bool)
+    assert json.loads(answers["/health/live"].messages[-1]["body"]) == {"status": "ok"}
+    assert json.loads(answers["/health/ready"].messages[-1]["body"]) == {"status": "ready"}
+    assert all(r.header(b"x-request-id") for r in answers.values())
+
+
+async def test_a_connection_served_from_the_line_queues_again_instead_of_meeting_a_503():
+    from app.overload import PatientAdmission
+
+    slow = {"/slow1": asyncio.Event(), "/slow2": asyncio.Event()}
+
+    async def app(scope, receive, send):
+        if scope["path"] in slow:
+            await slow[scope["path"]].wait()
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"ok"})
+
+    impatient, other = ("10.0.0.3", 3), ("10.0.0.4", 4)
+    gate = PatientAdmission(app, limit=1, exempt=(), hold=3600)
+    busy = asyncio.create_task(gate(_from(other, "/slow1"), None, Recorder()))
+    while gate.in_flight < 1:
+        await asyncio.sleep(0)
+    refused = Recorder()
+    await gate(_from(impatient, "/x"), None, refused)
+    assert refused.status == 503
+    served = [Recorder(), Recorder()]
+    held = asyncio.create_task(gate(_from(impatient, "/x"), None, served[0]))
+    while gate.waiting < 1:
+        await asyncio.sleep(0)
+    slow["/slow1"].set()
+    await asyncio.gather(busy, held)
+    assert served[0].status == 200 and gate.in_flight == 0
+    busy = asyncio.create_task(gate(_from(other, "/slow2"), None, Recorder()))  # the slot is taken again
+    while gate.in_flight < 1:
+        await asyncio.sleep(0)
+    held = asyncio.create_task(gate(_from(impatient, "/x"), None, served[1]))  # its next request
+    while gate.waiting < 1:
+        await asyncio.sleep(0)
+    assert served[1].messages == [] and gate.rejected == 1  # queued again, not refused
+    slow["/slow2"].set()
+    await asyncio.gather(busy, held)
+    assert served[1].status == 200 and (gate.in_flight, gate.held, gate.rejected) == (0, 2, 1)

@@ -1,0 +1,103 @@
+"""``/health``, ``/health/live`` and ``/health/ready`` answered in the outermost ASGI layer.
+
+Under a flood every request shares one event loop; a health probe that goes through admission
+control, the request observer, the API-key and media-type gates, Litestar's routing, its
+dependency resolution and its response machinery waits behind all of that work and costs as much
+as a small API call. ``HealthGate`` answers a plain ``GET`` of the three health paths from the
+monitor's snapshot itself (the same bodies, status codes and headers the Litestar routes give),
+so a probe costs a dictionary lookup and a small JSON encode. Anything unusual — another method,
+a query string, an ``Origin`` header (CORS) — falls through to the app, which answers exactly as
+before.
+
+The request id is echoed and the request counted in the metrics like any other, and it is logged
+like any other request.
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+import msgspec
+from litestar.types import ASGIApp, Receive, Scope, Send
+
+from app.health import HealthMonitor
+from app.metrics import ServiceMetrics
+from app.middleware import REQUEST_ID_HEADER, accept_request_id
+
+log = logging.getLogger("nexusai.request")
+
+_ROUTES = {"/health": "/health", "/health/": "/health", "/health/live": "/health/live",
+           "/health/live/": "/health/live", "/health/ready": "/health/ready", "/health/ready/": "/health/ready"}
+_JSON = (b"content-type", b"application/json")
+_LIVE = msgspec.json.encode({"status": "ok"})
+_READY = msgspec.json.encode({"status": "ready"})
+_encode = msgspec.json.Encoder().encode
+
+
+class HealthGate:
+    """Answers ``GET`` of the health paths from ``monitor``; passes everything else to ``app``.
+    ``api_key``: when set, a caller without ``Authorization: Bearer <key>`` sees only ``status``
+    on ``/health`` (as the route does)."""
+
+    def __init__(self, app: ASGIApp, monitor: HealthMonitor, api_key: str | None,
+                 metrics: ServiceMetrics | None = None) -> None:
+        self.app = app
+        self.monitor = monitor
+        self.key = api_key.encode() if api_key else None
+        self.metrics = metrics
+        self.answered = 0
+        self._answers: dict[str, Callable[[Scope], tuple[int, bytes, list[tuple[bytes, bytes]]]]] = {
+            "/health": self._health, "/health/live": self._live, "/health/ready": self._ready}
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        route = _ROUTES.get(scope["path"]) if scope["type"] == "http" else None
+        if route is None or scope["method"] != "GET" or scope.get("query_string") or _has_origin(scope):
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        headers = scope.get("headers", ())
+        request_id = accept_request_id(next((v for k, v in headers if k == REQUEST_ID_HEADER), None))
+        status, body, extra = self._answers[route](scope)
+        await send({"type": "http.response.start", "status": status, "headers": [
+            _JSON, (b"content-length", str(len(body)).encode()), *extra, (REQUEST_ID_HEADER, request_id.encode())]})
+        await send({"type": "http.response.body", "body": body})
+        self.answered += 1
+        seconds = time.perf_counter() - started
+        if self.metrics is not None:
+            self.metrics.observe_request("GET", route, status, seconds)
+        duration_ms = round(seconds * 1000, 3)
+        log.info("GET %s %s %.1fms request_id=%s", route, status, duration_ms, request_id,
+                 extra={"request_id": request_id, "method": "GET", "path": route, "status": status,
+                        "duration_ms": duration_ms})
+
+    # -- the three answers: the same bodies as app.health's routes -----------------------------------
+    def _health(self, scope: Scope) -> tuple[int, bytes, list[tuple[bytes, bytes]]]:
+        body: dict[str, Any] = {"status": self.monitor.status()}
+        if self._authenticated(scope):
+            body["ready"] = self.monitor.ready()
+            body["components"] = self.monitor.snapshot()
+        return 200, _encode(body), []
+
+    def _live(self, scope: Scope) -> tuple[int, bytes, list[tuple[bytes, bytes]]]:
+        return 200, _LIVE, []
+
+    def _ready(self, scope: Scope) -> tuple[int, bytes, list[tuple[bytes, bytes]]]:
+        if self.monitor.ready():
+            return 200, _READY, []
+        body = _encode({"status": "not_ready", "health": self.monitor.status()})
+        return 503, body, [(b"retry-after", str(max(1, round(self.monitor.interval))).encode())]
+
+    def _authenticated(self, scope: Scope) -> bool:
+        if self.key is None:
+            return True
+        value = next((v for k, v in scope.get("headers", ()) if k == b"authorization"), b"")
+        scheme, _, token = value.partition(b" ")
+        return scheme.lower() == b"bearer" and hmac.compare_digest(token, self.key)
+
+
+def _has_origin(scope: Scope) -> bool:
+    return any(k == b"origin" for k, _ in scope.get("headers", ()))
