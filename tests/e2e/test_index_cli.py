@@ -83,4 +83,4 @@ def test_the_cli_beside_a_service_whose_health_does_not_answer_never_opens_its_s
         after = wait_for_index(server.url)["components"]["vectorIndex"]["index"]["collections"]["episodes"]
         assert after["generation"] != before["collections"]["episodes"]["generation"]
         assert after["points"] == after["rows"] == 30 and after["state"] == "consistent"
-        assert "locked" not in server.stderr
+        assert "locked" not in server.stderr()
