@@ -84,6 +84,9 @@ class IndexManager(Verification, StoreSource):
         self._next_verify = 0.0
         self.builds = 0  # completed, for metrics
         self.repairs = 0
+        # Writes made while builds ran, and how many of them catch-ups replayed (the rest the
+        # builds' streams read from the store themselves).
+        self.build_writes = self.replayed = 0
 
     # ---- lifecycle -----------------------------------------------------------------------------
 
@@ -294,6 +297,7 @@ class IndexManager(Verification, StoreSource):
                 chunk = ids[start:start + BUILD_BATCH]
                 await self._copy_from_store(state.name, physical, chunk)
                 progress.done += len(chunk)
+                self.replayed += len(chunk)
             for flt in filters:
                 await self._index.delete_by_filter(physical, flt)
                 progress.done += 1
@@ -308,6 +312,7 @@ class IndexManager(Verification, StoreSource):
         return {"status": overall(states, low), "model": self.model.describe(), "diskLow": low,
                 "storeId": self._store_id,
                 "builds": self.builds, "repairs": self.repairs,
+                "catchUp": {"writesDuringBuilds": self.build_writes, "replayed": self.replayed},
                 "collections": {s.name: s.as_dict() for s in states}}
 
     def problem(self) -> str | None:
@@ -361,7 +366,7 @@ class IndexManager(Verification, StoreSource):
             raise VectorIndexError(f"vector collection {collection!r} does not exist")
         async with self._lock:
             if state.dirty is not None:  # a build runs: what its stream already passed is replayed
-                streamed = state.streamed_to
+                streamed, self.build_writes = state.streamed_to, self.build_writes + len(ids)
                 state.dirty.update(ids if streamed is None else (i for i in ids if i <= streamed))
                 if flt is not None:
                     state.dirty_filters.append(flt)

@@ -333,6 +333,8 @@ async def test_the_catch_up_replays_only_writes_behind_the_stream_and_says_so_be
     index.catch_up_gate.set()
     await switched(manager)
     assert index.replayed == [ids[3]]  # not the five new rows the stream read itself
+    catch_up = manager.status()["catchUp"]
+    assert catch_up["replayed"] == 1 and catch_up["writesDuringBuilds"] >= 6
     assert manager.status()["collections"]["episodes"]["generation"] == index.built
     assert await index.point_ids(index.built) == sorted(ids + added)
     [best] = await manager.search("episodes", (await embedder.embed(["User: changed\nAssistant: ok"]))[0], 1)
