@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +31,8 @@ from app.container import opened
 from app.startup import settled_probe
 from domain.errors import DomainError
 from domain.vectors import COLLECTIONS
+
+log = logging.getLogger("nexusai.index")
 
 STATUS_SECONDS = 5.0  # how long one look at the running service's status may take
 
@@ -58,7 +61,11 @@ def claim_index(settings: Settings) -> OwnerLock | None:
     if paths is None:
         return None
     lock = OwnerLock(paths[0])
-    return lock if lock.try_acquire() else None
+    if lock.try_acquire():
+        return lock
+    log.warning("the vector index of %s is held by pid %s (a maintenance command, or another service on this "
+                "store); opening it anyway", settings.sqlite_path, lock.holder() or "unknown")
+    return None
 
 
 @contextlib.contextmanager
