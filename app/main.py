@@ -19,6 +19,7 @@ from app.head_requests import HeadAsGet
 from app.health import HEALTH_ROUTES
 from app.health_gate import HealthGate
 from app.index_role import WorkerCollector, attach_index_role
+from app.maintenance import claim_index
 from app.mcp_server import MCP_PATH, mounted as mounted_mcp
 from app.metrics import metrics
 from app.middleware import ApiKeyGate, JsonBodiesOnly, RequestObserver, install_request_id_filter
@@ -92,11 +93,13 @@ def create_app(settings: Settings, container: Container | None = None, *, worker
     @asynccontextmanager
     async def lifespan(app: Litestar):
         # What the container is handed here it closes at shutdown, most dependent first.
-        embedder_report = None
+        embedder_report = index_claim = None
         try:
             await container.store_resource()
             (await container.embedder_resource()).start()  # a model loads in the background; /health says "starting"
             if role is None:
+                # The owner lock WORKERS > 1 elects on: the CLI beside this process sees it runs.
+                index_claim = claim_index(settings)
                 manager = await container.index_manager_resource()
                 await manager.start()  # never waits for a build: derived data does not hold up start-up
                 manager.run()
@@ -114,6 +117,8 @@ def create_app(settings: Settings, container: Container | None = None, *, worker
             if embedder_report is not None:
                 embedder_report.cancel()
             await shutdown(container)
+            if index_claim is not None:
+                index_claim.release()
 
     event_feed = container.events()
 

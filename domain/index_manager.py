@@ -11,10 +11,12 @@ blindly and nothing derived stops the service:
 - A build first makes sure every record has a stored embedding by the configured model (reusing
   the live index's vectors where the model is the same, embedding only the rest), then streams
   the stored embeddings into a new physical collection (the backend builds it out of this
-  process). The live generation keeps serving and taking writes; writes made meanwhile are
-  replayed onto the new one before the switch, which is one transaction in the manifest. The old
-  generation is dropped after it. A kill at any moment leaves either the old or the new generation
-  active; leftovers are dropped at the next start.
+  process). The live generation keeps serving and taking writes; writes made meanwhile behind the
+  stream are replayed onto the new one before the switch ("catching up N of M writes", with its
+  own ETA), which is one transaction in the manifest, then (on a backend others read: a Qdrant
+  server) one atomic alias swap. The old generation is dropped after it. A kill at any moment
+  leaves either the old or the new generation active; the next start points the alias at the
+  active one first, then drops the leftovers.
 - Periodically (and at start-up) each collection is compared with the store: counts first, the
   ids when the counts differ; small differences are repaired in place, large ones rebuilt.
 - Large embedded collections are re-indexed the same way when the backend advises it, so
@@ -32,16 +34,16 @@ from typing import Any, cast
 
 from domain.errors import VectorIndexError
 from domain.index_status import (
-    CONSISTENT, DEGRADED_STATES, REBUILDING, UNAVAILABLE, VERIFYING, CollectionState, Progress,
-    overall,
+    BUILDING, CATCHING_UP, CONSISTENT, DEGRADED_STATES, REBUILDING, UNAVAILABLE, VERIFYING, CollectionState,
+    Progress, overall,
 )
-from domain.index_source import RETRY_SECONDS, StoreSource
+from domain.index_source import BUILD_BATCH, RETRY_SECONDS, StoreSource
 from domain.index_verify import Verification
 from domain.vectors import COLLECTIONS, ModelRef, VectorFilter, VectorHit, VectorPoint, encode_vector
 from ports.embedder import Embedder
 from ports.index_catalog import Generation, IndexCatalog, StoredEmbeddings
 from ports.store import Store
-from ports.vector_index import IndexStorage, VectorIndex
+from ports.vector_index import CollectionAliases, IndexStorage, VectorIndex
 
 log = logging.getLogger("nexusai.index")
 
@@ -64,6 +66,8 @@ class IndexManager(Verification, StoreSource):
         # Builds, verification and drops go to the engine's storage side: by default the same
         # object, since every backend implements both ports.
         self._storage: IndexStorage = storage if storage is not None else cast(IndexStorage, index)
+        # Backends other processes read name each active generation by an alias, moved atomically.
+        self._aliases = self._storage if isinstance(self._storage, CollectionAliases) else None
         self._catalog = catalog
         self._embeddings: StoredEmbeddings = cast(StoredEmbeddings, catalog)  # the catalog plays both roles
         self._store = store
@@ -80,6 +84,9 @@ class IndexManager(Verification, StoreSource):
         self._next_verify = 0.0
         self.builds = 0  # completed, for metrics
         self.repairs = 0
+        # Writes made while builds ran, and how many of them catch-ups replayed (the rest the
+        # builds' streams read from the store themselves).
+        self.build_writes = self.replayed = 0
 
     # ---- lifecycle -----------------------------------------------------------------------------
 
@@ -88,25 +95,26 @@ class IndexManager(Verification, StoreSource):
         self._model_id = await self._catalog.model_id(self.model)
         self._store_id = await self._catalog.store_id()
         generations = await self._catalog.generations()
-        for stale in (g for g in generations if g.state != "active"):
-            # A build a kill interrupted, or a generation retired just before one: derived, ours.
-            await self._drop(stale.physical)
-            await self._catalog.forget(stale.id)
         active = {g.collection: g for g in generations if g.state == "active"}
         try:
             existing: set[str] | None = set(await self._storage.collections())
         except VectorIndexError as error:
             log.warning("cannot list the vector collections: %s", error.message)
             existing = None
-        mine = f"-{self._store_id}-"
-        for leftover in existing or ():
-            if mine in leftover and leftover not in {g.physical for g in active.values()}:
-                await self._drop(leftover)
         rows = await self._store.operations.counts()
         self._next_verify = time.monotonic() + self._verify_seconds
         for name, state in self._states.items():
             state.rows = rows.get(name, 0)
             await self._open(state, active.get(name), existing)
+            await self._publish(state)  # before any drop: an alias never names a dropped generation
+        for stale in (g for g in generations if g.state != "active"):
+            # A build a kill interrupted, or a generation retired just before one: derived, ours.
+            await self._drop(stale.physical)
+            await self._catalog.forget(stale.id)
+        mine = f"-{self._store_id}-"
+        for leftover in existing or ():
+            if mine in leftover and leftover not in {g.physical for g in active.values()}:
+                await self._drop(leftover)
 
     def run(self) -> asyncio.Task:
         """Start the background task (builds, verification, maintenance)."""
@@ -244,16 +252,18 @@ class IndexManager(Verification, StoreSource):
         log.info("building %s for %s: %s", generation.physical, state.name, reason)
         try:
             await self._embed_missing(state)
-            state.dirty, state.dirty_filters = set(), []
-            state.progress = Progress("building", await self._row_count(state.name))
+            state.dirty, state.dirty_filters, state.streamed_to = set(), [], None
+            state.progress = Progress(BUILDING, await self._row_count(state.name))
             await self._storage.build_collection(generation.physical, self.model.dimension, self._batches(state))
-            await self._catch_up(state, generation.physical)  # most of it, without holding writes
-            async with self._lock:
-                await self._catch_up(state, generation.physical)
+            state.streamed_to = None  # every write from now on is behind the stream
+            await self._catch_up(state, generation.physical)  # without holding writes, while they keep coming
+            async with self._lock:  # the last few, with writes held, then the switch
+                await self._catch_up(state, generation.physical, rounds=1)
                 await self._catalog.activate(generation.id)
                 old, state.active = state.active, generation
                 state.usable, state.dirty, state.building, state.progress = True, None, None, None
                 state.state, state.reason = VERIFYING, None
+            await self._publish(state)  # the alias swap: one atomic step on the backend
         except VectorIndexError as error:
             log.warning("building %s failed: %s; retrying", generation.physical, error.message)
             state.dirty, state.building, state.progress, state.wanted = None, None, None, reason
@@ -272,14 +282,27 @@ class IndexManager(Verification, StoreSource):
     async def _row_count(self, name: str) -> int:
         return (await self._store.operations.counts()).get(name, 0)
 
-    async def _catch_up(self, state: CollectionState, physical: str) -> None:
-        """Replay onto ``physical`` the writes made since the build started."""
-        ids, filters = state.dirty or set(), state.dirty_filters
-        state.dirty, state.dirty_filters = set(), []
-        await self._copy_from_store(state.name, physical, sorted(ids))
-        for flt in filters:
-            await self._index.delete_by_filter(physical, flt)
-
+    async def _catch_up(self, state: CollectionState, physical: str, rounds: int = 8) -> None:
+        """Replay onto ``physical`` the writes made behind the build's stream since it started,
+        page by page with "catching up N of M writes" as progress (M grows while writes keep
+        coming); up to ``rounds`` passes while each leaves more than a page of new ones."""
+        progress = state.progress if state.progress is not None and state.progress.phase == CATCHING_UP else None
+        if progress is None:
+            progress = state.progress = Progress(CATCHING_UP, 0)
+        for _ in range(rounds):
+            ids, filters = sorted(state.dirty or ()), state.dirty_filters
+            state.dirty, state.dirty_filters = set(), []
+            progress.total += len(ids) + len(filters)
+            for start in range(0, len(ids), BUILD_BATCH):
+                chunk = ids[start:start + BUILD_BATCH]
+                await self._copy_from_store(state.name, physical, chunk)
+                progress.done += len(chunk)
+                self.replayed += len(chunk)
+            for flt in filters:
+                await self._index.delete_by_filter(physical, flt)
+                progress.done += 1
+            if len(state.dirty) + len(state.dirty_filters) <= BUILD_BATCH:
+                return
     # ---- status ------------------------------------------------------------------------------
 
     def status(self) -> dict[str, Any]:
@@ -289,6 +312,7 @@ class IndexManager(Verification, StoreSource):
         return {"status": overall(states, low), "model": self.model.describe(), "diskLow": low,
                 "storeId": self._store_id,
                 "builds": self.builds, "repairs": self.repairs,
+                "catchUp": {"writesDuringBuilds": self.build_writes, "replayed": self.replayed},
                 "collections": {s.name: s.as_dict() for s in states}}
 
     def problem(self) -> str | None:
@@ -341,8 +365,9 @@ class IndexManager(Verification, StoreSource):
         if state is None:
             raise VectorIndexError(f"vector collection {collection!r} does not exist")
         async with self._lock:
-            if state.dirty is not None:
-                state.dirty.update(ids)
+            if state.dirty is not None:  # a build runs: what its stream already passed is replayed
+                streamed, self.build_writes = state.streamed_to, self.build_writes + len(ids)
+                state.dirty.update(ids if streamed is None else (i for i in ids if i <= streamed))
                 if flt is not None:
                     state.dirty_filters.append(flt)
             if state.usable and state.active is not None:

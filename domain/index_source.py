@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from domain.errors import DomainError, VectorIndexError
-from domain.index_status import CollectionState, Progress
+from domain.index_status import INDEXING, CollectionState, Progress
 from domain.vectors import ModelRef, PointBatch, encode_vector
 from ports.embedder import Embedder
 from ports.index_catalog import IndexCatalog, StoredEmbeddings
@@ -99,17 +99,29 @@ class StoreSource:
         return await KINDS[name].load(self._store, ids)
 
     async def _batches(self, state: CollectionState) -> AsyncIterator[PointBatch]:
-        after = 0
-        while rows := await self._embeddings.embedding_rows(state.name, self._model_id, after, BUILD_BATCH):
-            after = rows[-1].id
+        after, pages, streamed = 0, 0, 0
+        while True:
+            # While a page is read every write counts as made behind the stream (the read may not
+            # see it); once read, only writes to ids up to its last one do: the stream reads the
+            # rest itself, so the catch-up after the build replays no more than it must.
+            state.streamed_to = None
+            rows = await self._embeddings.embedding_rows(state.name, self._model_id, after, BUILD_BATCH)
+            if not rows:
+                break
+            after = state.streamed_to = rows[-1].id
             ready = [r for r in rows if r.vector is not None]
-            if state.progress is not None:
-                state.progress.done += len(rows)
+            streamed += len(ready)
+            if (progress := state.progress) is not None:
+                progress.done += len(rows)
+                pages += 1
+                if progress.done > progress.total or pages % 16 == 0:  # rows keep arriving meanwhile
+                    counted = (await self._store.operations.counts()).get(state.name, 0)
+                    progress.total = max(progress.done, counted)
             if ready:
                 yield PointBatch([r.id for r in ready], [r.payload for r in ready],
                                  b"".join(r.vector for r in ready if r.vector), self.model.dimension)
-        if state.progress is not None:
-            state.progress.phase = "indexing"  # everything is streamed; the backend builds its graph
+        if state.progress is not None:  # everything is streamed; the backend builds its graph
+            state.progress = Progress(INDEXING, streamed, streamed)
 
     async def _copy_from_store(self, name: str, physical: str, ids: Sequence[int]) -> None:
         rows = await self._embeddings.embeddings_of(name, self._model_id, ids) if ids else []

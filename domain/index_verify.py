@@ -11,6 +11,7 @@ from domain.errors import VectorIndexError
 from domain.index_source import StoreSource
 from domain.index_status import CONSISTENT, DIVERGED, CollectionState
 from domain.vectors import encode_vector
+from ports.vector_index import CollectionAliases
 
 log = logging.getLogger("nexusai.index")
 
@@ -27,14 +28,42 @@ class Verification(StoreSource):
     _lock: asyncio.Lock
     _wake: asyncio.Event
     _next_verify: float
+    _store_id: str
+    _aliases: CollectionAliases | None
     repairs: int
+
+    # ---- the stable name of each active generation (a Qdrant server's aliases) ---------------
+
+    def alias_of(self, name: str) -> str:
+        """The alias naming the active generation of ``name`` for other readers of the backend."""
+        return f"{name}-{self._store_id}"
+
+    async def _publish(self, state: CollectionState) -> None:
+        """Point the collection's alias at its active generation if it names anything else (after
+        a switch, or after a kill between the switch in the manifest and the alias swap). A
+        failure is logged and healed by the next verification; searches here do not need it."""
+        if self._aliases is None or not state.usable or state.active is None:
+            return
+        alias, physical = self.alias_of(state.name), state.active.physical
+        try:
+            if (await self._aliases.aliases()).get(alias) != physical:
+                await self._aliases.point_alias(alias, physical)
+                log.info("alias %s now names %s", alias, physical)
+            state.alias = alias
+        except VectorIndexError as error:
+            state.alias = None
+            log.warning("could not point alias %s at %s (retried at the next verification): %s",
+                        alias, physical, error.message)
 
     # ---- verification ------------------------------------------------------------------------
 
     async def verify(self, name: str) -> str:
         """Compare one collection with the store and repair it; returns its state afterwards."""
         state = self._states[name]
-        if not state.usable or state.building is not None or state.active is None:
+        if not state.usable or state.active is None:
+            return state.state
+        await self._publish(state)
+        if state.building is not None:
             return state.state
         physical = state.active.physical
         try:

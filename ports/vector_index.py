@@ -8,7 +8,7 @@ implements both (one object plays both roles); the contract suite checks both on
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from domain.vectors import PointBatch, VectorFilter, VectorHit, VectorPoint
 
@@ -146,4 +146,27 @@ class IndexStorage(Protocol):
         """``None`` while the index volume has room for the next writes and a build, else a
         one-line reason; writes refuse with ``VectorIndexError`` meanwhile (they wait in the
         outbox). Backends without a local volume always say ``None``."""
+        ...
+
+
+@runtime_checkable
+class CollectionAliases(Protocol):
+    """Stable names for the active generations, on backends that other processes read (a Qdrant
+    server: several service processes, replicas, an operator's tools). The index manager names
+    each logical collection ``<name>-<store id>`` and points it at the active generation; a
+    generation switch moves the alias in one atomic step, so a reader of the alias sees the old
+    generation or the new one, complete, never a half-built one and never none. Backends only
+    this process reads (Qdrant Edge) do not offer it: the manifest in the store is enough there.
+    Same errors as ``VectorIndex``.
+    """
+
+    async def aliases(self) -> dict[str, str]:
+        """Every alias at this location and the collection it names."""
+        ...
+
+    async def point_alias(self, alias: str, collection: str) -> None:
+        """Make ``alias`` name ``collection`` (which must exist), replacing what it named before
+        in one atomic step. Contract: the alias then reads as the collection (search, count);
+        dropping the collection removes the alias with it; an alias cannot take the name of a
+        collection (``VectorIndexError``)."""
         ...

@@ -28,6 +28,7 @@ class InMemoryVectorIndex:
 
     def __init__(self) -> None:
         self._collections: dict[str, _Collection] = {}
+        self._aliases: dict[str, str] = {}
         self._closed = False
 
     async def ensure_collection(self, name: str, dimension: int) -> None:
@@ -93,6 +94,19 @@ class InMemoryVectorIndex:
     async def drop_collection(self, name: str, keep: bool = False) -> None:
         self._check_open()
         self._collections.pop(name, None)
+        self._aliases = {alias: target for alias, target in self._aliases.items() if target != name}
+
+    async def aliases(self) -> dict[str, str]:
+        self._check_open()
+        return dict(self._aliases)
+
+    async def point_alias(self, alias: str, collection: str) -> None:
+        self._check_open()
+        if collection not in self._collections:
+            raise VectorIndexError(f"cannot point alias {alias!r} at {collection!r}: no such collection")
+        if alias in self._collections:
+            raise VectorIndexError(f"cannot point alias {alias!r} at {collection!r}: a collection has that name")
+        self._aliases[alias] = collection
 
     async def build_collection(self, name: str, dimension: int, batches: AsyncIterator[PointBatch]) -> None:
         self._check_open()
@@ -125,7 +139,7 @@ class InMemoryVectorIndex:
     def _collection(self, name: str) -> _Collection:
         self._check_open()
         try:
-            return self._collections[name]
+            return self._collections[self._aliases.get(name, name)]
         except KeyError:
             raise VectorIndexError(f"vector collection {name!r} does not exist") from None
 

@@ -233,6 +233,31 @@ class QdrantServerIndex:
         async for batch in batches:
             await self.upsert(name, batch.points())
 
+    # ---- CollectionAliases: the active generation under a stable name -------------------------
+
+    async def aliases(self) -> dict[str, str]:
+        try:
+            found = (await self._client.get_aliases()).aliases
+        except Exception as error:
+            raise VectorIndexError(f"Qdrant could not list aliases: {error}") from error
+        return {a.alias_name: a.collection_name for a in found}
+
+    async def point_alias(self, alias: str, collection: str) -> None:
+        """One ``update_collection_aliases`` call: Qdrant applies its actions atomically, so a
+        reader of the alias sees the old collection or the new one, never neither."""
+        actions: list[Any] = [qm.CreateAliasOperation(
+            create_alias=qm.CreateAlias(collection_name=collection, alias_name=alias))]
+        try:
+            if alias in await self.aliases():  # deleting an absent alias is an error on some versions
+                actions.insert(0, qm.DeleteAliasOperation(delete_alias=qm.DeleteAlias(alias_name=alias)))
+            if not await self._client.collection_exists(collection):
+                raise VectorIndexError(f"cannot point alias {alias!r} at {collection!r}: no such collection")
+            await self._client.update_collection_aliases(change_aliases_operations=actions)
+        except VectorIndexError:
+            raise
+        except Exception as error:
+            raise VectorIndexError(f"Qdrant could not point alias {alias!r} at {collection!r}: {error}") from error
+
     async def point_ids(self, collection: str) -> list[int]:
         found: list[int] = []
         offset = None

@@ -20,7 +20,7 @@ from adapters.qdrant.server import QdrantServerIndex
 from domain.errors import VectorIndexError
 from domain.models import format_timestamp
 from domain.vectors import PointBatch, VectorFilter, VectorPoint, cosine_similarity, encode_vector, point_payload
-from ports.vector_index import VectorIndex
+from ports.vector_index import CollectionAliases, VectorIndex
 from tests.support.index_owner import running_owner
 
 DIM = 8
@@ -515,3 +515,52 @@ def test_conditions_an_index_cannot_test_exactly_stay_outside_it() -> None:
     assert [c.key for c in rest.conditions] == ["a", "b", "c", 'q"uote', "d", "f"]
     with pytest.raises(ValueError):
         VectorFilter(metadata=rest.conditions)
+
+
+# ---- CollectionAliases: backends other processes read (a Qdrant server; the in-memory double) ----
+
+ALIASING = [pytest.param("memory"), pytest.param("server-local"), pytest.param("server", marks=needs_server)]
+
+
+@pytest.fixture(params=ALIASING)
+async def aliasing(request: pytest.FixtureRequest, tmp_path: Path, collection: str) -> AsyncIterator[VectorIndex]:
+    async for opener in _opener(request, tmp_path, collection):
+        opened = opener()
+        await opened.ensure_collection(collection, DIM)
+        yield opened
+        if request.param == "server":  # leave nothing on a shared server
+            await opened.drop_collection(f"{collection}_g2")
+        await opened.close()
+
+
+def test_only_backends_others_read_offer_aliases(tmp_path: Path) -> None:
+    assert isinstance(InMemoryVectorIndex(), CollectionAliases)
+    assert isinstance(QdrantServerIndex.in_memory(), CollectionAliases)
+    assert not isinstance(QdrantEdgeIndex(tmp_path / "qdrant"), CollectionAliases)
+
+
+async def test_an_alias_reads_as_its_collection_and_moves_in_one_step(aliasing, collection: str) -> None:
+    index, alias, second = aliasing, f"{collection}_alias", f"{collection}_g2"
+    await index.upsert(collection, [point(1, unit(0)), point(2, unit(1))])
+    await index.point_alias(alias, collection)
+    assert (await index.aliases())[alias] == collection
+    assert await index.count(alias) == 2
+    assert ids(await index.search(alias, unit(1), 1)) == [2]
+
+    await index.build_collection(second, DIM, _batches([point(i, unit(i % DIM)) for i in range(1, 6)]))
+    assert await index.count(alias) == 2  # a collection being built is not what the alias reads
+    await index.point_alias(alias, second)  # the switch: one call
+    assert (await index.aliases())[alias] == second
+    assert await index.count(alias) == 5
+    await index.drop_collection(collection)  # the old generation goes; the alias is untouched
+    assert await index.count(alias) == 5
+    await index.drop_collection(second)  # dropping the named collection removes its alias
+    assert alias not in await index.aliases()
+
+
+async def test_an_alias_cannot_name_a_missing_collection_or_take_a_collection_name(aliasing, collection: str) -> None:
+    with pytest.raises(VectorIndexError, match="nowhere"):
+        await aliasing.point_alias(f"{collection}_alias", "nowhere")
+    await aliasing.ensure_collection(f"{collection}_g2", DIM)
+    with pytest.raises(VectorIndexError, match=f"{collection}_g2"):
+        await aliasing.point_alias(f"{collection}_g2", collection)

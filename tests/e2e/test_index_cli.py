@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import socket
+from collections.abc import Iterator
 
 import httpx
+import pytest
 
 from tests.e2e.test_index_healing import FAST, load
 from tests.support.process import wait_for_index
@@ -38,3 +42,45 @@ def test_reindex_stats_and_doctor_work_while_the_service_runs_and_without_it(tmp
     stats = json.loads(run_service(["stats"], env).stdout)
     assert stats["vectors"]["episodes"] == 60 and stats["index"]["status"].startswith("offline")
     assert stats["bytes"]["embeddings"] > 0
+
+
+@contextlib.contextmanager
+def hung_port() -> Iterator[int]:
+    """A real port that accepts connections and never answers (a /health that overran)."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(64)
+        yield listener.getsockname()[1]
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_the_cli_beside_a_service_whose_health_does_not_answer_never_opens_its_shards(tmp_path, workers):
+    env = service_env(tmp_path / "memory.db", {**FAST, "WORKERS": workers})
+    with ServiceProcess(env, log_dir=tmp_path) as server:
+        with httpx.Client(base_url=server.url) as http:
+            load(http, 30)
+        before = wait_for_index(server.url)["components"]["vectorIndex"]["index"]
+        owner = before["owner"]["pid"] if workers == "2" else server.pid
+        with hung_port() as port:
+            beside = {**env, "PORT": str(port)}  # what the CLI reads as the service's /health hangs
+
+            stats = run_service(["stats"], beside)
+            assert stats.returncode == 0, stats.stderr
+            figures = json.loads(stats.stdout)
+            assert "locked" not in stats.stdout and not figures["index"]["status"].startswith("offline")
+            assert figures["rows"]["episodes"] == 30
+            if workers == "2":  # the index owner answers on its socket, whatever HTTP does
+                assert figures["vectors"]["episodes"] == 30
+            else:  # the store's figures, and who holds the index; its shards are not opened
+                assert figures["vectors"]["episodes"].startswith(f"held by the running service (pid {owner})")
+
+            doctor = run_service(["doctor"], beside)
+            assert doctor.returncode == 0 and "locked" not in doctor.stdout, doctor.stdout + doctor.stderr
+
+            reindex = run_service(["reindex", "--collection", "episodes"], beside, timeout=120)
+            assert reindex.returncode == 0, reindex.stdout + reindex.stderr
+            assert f"asked the running service (pid {owner}) to rebuild: episodes" in reindex.stdout
+        after = wait_for_index(server.url)["components"]["vectorIndex"]["index"]["collections"]["episodes"]
+        assert after["generation"] != before["collections"]["episodes"]["generation"]
+        assert after["points"] == after["rows"] == 30 and after["state"] == "consistent"
+        assert "locked" not in server.stderr()

@@ -4,6 +4,7 @@ and damaged collections, writes during a build, and a crash at every step of a s
 from __future__ import annotations
 
 import asyncio
+import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -16,6 +17,7 @@ from adapters.qdrant.server import QdrantServerIndex
 from domain import writes
 from domain.errors import VectorIndexError
 from domain.index_manager import IndexManager
+from domain.index_status import CATCHING_UP, INDEXING, Progress
 from domain.indexing import IndexingService
 from domain.models import EpisodeChanges, NewEpisode
 from domain.vectors import VectorFilter, VectorPoint, decode_vector
@@ -57,6 +59,16 @@ async def settle(manager: IndexManager, rounds: int = 2000) -> dict:
             return status
         await asyncio.sleep(0.01)
     raise AssertionError(f"the index never became consistent: {manager.status()}")
+
+
+async def switched(manager: IndexManager, builds: int = 1, rounds: int = 2000) -> dict:
+    """Wait (bounded) until ``builds`` builds have switched, then until everything is consistent."""
+    manager.run()
+    for _ in range(rounds):
+        if manager.builds >= builds:
+            return await settle(manager)
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"no switch happened: {manager.status()}")
 
 
 async def points_and_rows(world: World, manager: IndexManager) -> tuple[int, int]:
@@ -266,3 +278,145 @@ async def test_a_record_the_new_model_refuses_does_not_hold_up_its_rebuild() -> 
     status = await settle(second)
     assert status["collections"]["episodes"]["points"] == 6  # every record but the refused one
     await second.close()
+
+
+# ---- the catch-up after a build: only writes behind the stream, with its own progress ------------
+
+class GatedIndex(InMemoryVectorIndex):
+    """Holds a build after its first streamed page, then the first catch-up write onto it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.built: str | None = None
+        self.streamed, self.stream_gate = asyncio.Event(), asyncio.Event()
+        self.catching_up, self.catch_up_gate = asyncio.Event(), asyncio.Event()
+        self.replayed: list[int] = []
+
+    async def build_collection(self, name, dimension, batches):
+        self.built = name
+
+        async def held():
+            async for batch in batches:
+                yield batch
+                self.streamed.set()
+                await self.stream_gate.wait()
+        await super().build_collection(name, dimension, held())
+
+    async def upsert(self, collection, points):
+        if collection == self.built:  # after the build: only the catch-up (and repairs) write here
+            self.replayed.extend(p.id for p in points)
+            self.catching_up.set()
+            await self.catch_up_gate.wait()
+        await super().upsert(collection, points)
+
+
+async def test_the_catch_up_replays_only_writes_behind_the_stream_and_says_so_before_the_switch() -> None:
+    world, embedder, index = World(), FakeEmbedder(DIM), GatedIndex()
+    manager = world.manager(embedder, index=index)
+    await manager.start()
+    ids = await world.add(10)
+    await world.drain(manager, embedder)
+    old = manager.status()["collections"]["episodes"]["generation"]
+    manager.request_rebuild("episodes", "a test")
+    manager.run()
+    await index.streamed.wait()  # the stream has read ids[0..9]; the build holds
+    added = await world.add(5, text="new")  # ahead of the stream: it reads them itself
+    await world.store.uow.run(lambda tx: writes.update_episode(tx, ids[3], EpisodeChanges(user_message="changed")))
+    await world.drain(manager, embedder)  # ids[3] was streamed already: it must be replayed
+    index.stream_gate.set()
+    await index.catching_up.wait()
+    episodes = manager.status()["collections"]["episodes"]
+    assert episodes["generation"] == old and episodes["building"] == index.built  # the switch waits
+    assert episodes["progress"]["phase"] == "catching up"
+    assert (episodes["progress"]["done"], episodes["progress"]["total"]) == (0, 1)
+    assert episodes["progress"]["text"].startswith("catching up 0 of 1 writes")
+    index.catch_up_gate.set()
+    await switched(manager)
+    assert index.replayed == [ids[3]]  # not the five new rows the stream read itself
+    catch_up = manager.status()["catchUp"]
+    assert catch_up["replayed"] == 1 and catch_up["writesDuringBuilds"] >= 6
+    assert manager.status()["collections"]["episodes"]["generation"] == index.built
+    assert await index.point_ids(index.built) == sorted(ids + added)
+    [best] = await manager.search("episodes", (await embedder.embed(["User: changed\nAssistant: ok"]))[0], 1)
+    assert best.id == ids[3]
+    await manager.close()
+
+
+def test_progress_has_an_eta_from_its_own_rate_except_while_the_engine_builds_its_graph() -> None:
+    catching = Progress(CATCHING_UP, total=100, done=50, started=time.monotonic() - 100)
+    assert 99 < catching.eta_seconds() < 102
+    assert catching.describe().startswith("catching up 50 of 100 writes made during the build (50%), ETA 10")
+    indexing = Progress(INDEXING, total=5000, done=5000)
+    assert indexing.eta_seconds() is None and indexing.as_dict()["etaSeconds"] is None
+    assert "no ETA" in indexing.describe() and "ETA 0" not in indexing.describe()
+
+
+# ---- a Qdrant server: the active generation under an alias, moved atomically -----------------
+
+class AliasCrash(QdrantServerIndex):
+    """qdrant-client local mode that dies (as kill -9) at one step of the alias switch."""
+
+    step = "none"
+
+    async def point_alias(self, alias, collection):
+        if self.step == "before-alias" and alias in await self.aliases():
+            raise asyncio.CancelledError
+        await super().point_alias(alias, collection)
+
+    async def drop_collection(self, name, keep=False):
+        if self.step == "after-alias":
+            raise asyncio.CancelledError
+        await super().drop_collection(name, keep)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+async def test_the_alias_reads_the_complete_old_generation_until_the_switch_moves_it(backend) -> None:
+    world, embedder = World(backend()), FakeEmbedder(DIM)
+    manager = world.manager(embedder)
+    await manager.start()
+    await world.add(6)
+    await world.drain(manager, embedder)
+    alias, old = manager.alias_of("episodes"), manager.status()["collections"]["episodes"]["generation"]
+    assert (await world.index.aliases())[alias] == old and await world.index.count(alias) == 6
+    assert manager.status()["collections"]["episodes"]["alias"] == alias
+    manager.request_rebuild("episodes", "a test")
+    await world.add(3)
+    await world.drain(manager, embedder)
+    await switched(manager)
+    new = manager.status()["collections"]["episodes"]["generation"]
+    assert new != old and (await world.index.aliases())[alias] == new
+    assert await world.index.count(alias) == 9
+    assert old not in await world.index.collections()
+    await manager.close()
+
+
+@pytest.mark.parametrize("step", ["before-activate", "after-activate", "before-alias", "after-alias"])
+async def test_a_kill_at_any_step_of_a_server_switch_leaves_the_alias_on_a_whole_generation(step: str) -> None:
+    index = AliasCrash.in_memory()
+    world, embedder = World(index), FakeEmbedder(DIM)
+    catalog = CrashingCatalog(world.store, "none")
+    manager = world.manager(embedder, catalog=catalog)
+    await manager.start()
+    await world.add(8)
+    await world.drain(manager, embedder)
+    alias, first = manager.alias_of("episodes"), manager.status()["collections"]["episodes"]["generation"]
+    await manager.close()
+
+    catalog.step, index.step = (step, "none") if "activate" in step else ("none", step)
+    crashed = world.manager(embedder, catalog=catalog)
+    await crashed.start()
+    crashed.request_rebuild("episodes", "a test")
+    with pytest.raises(asyncio.CancelledError):
+        await crashed.run()
+    named = (await index.aliases())[alias]
+    assert named in await index.collections() and await index.count(named) == 8  # whole, never none
+
+    catalog.step, index.step = "none", "none"
+    restarted = world.manager(embedder, catalog=catalog)
+    await restarted.start()
+    await settle(restarted)
+    active = restarted.status()["collections"]["episodes"]["generation"]
+    assert (await index.aliases())[alias] == active and await index.count(alias) == 8
+    assert (active == first) == (step == "before-activate")
+    assert len(await index.collections()) == 3  # the retired generation is gone
+    await restarted.close()
