@@ -319,6 +319,10 @@ def _input_texts(value: object) -> list[str] | None:
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
+    # socketserver's default listen backlog is 5: a client opening its concurrent connections at
+    # once overflowed it, the kernel dropped the SYNs and the client's 0.5 s connect timeout fired
+    # before the 1 s SYN retry (a flaky ConnectTimeout). Real backends listen with a deep backlog.
+    request_queue_size = 128
 
     def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler], owner: EmbeddingTestServer) -> None:
         self.owner = owner
