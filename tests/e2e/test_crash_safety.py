@@ -46,14 +46,6 @@ def _env(tmp_path, embedder: EmbeddingTestServer) -> dict[str, str]:
     })
 
 
-def _merge(into: Acknowledged, found: Acknowledged) -> None:
-    into.episodes.update(found.episodes)
-    into.entities.update(found.entities)
-    into.relationships.update(found.relationships)
-    into.unanswered += found.unanswered
-    into.refused.extend(found.refused)
-
-
 def test_every_acknowledged_write_survives_kill_9_and_is_embedded_exactly_once(tmp_path, embedder):
     env = _env(tmp_path, embedder)
     db_path = tmp_path / "memory.db"
@@ -70,7 +62,7 @@ def test_every_acknowledged_write_survives_kill_9_and_is_embedded_exactly_once(t
                 assert server.kill() == -9
                 acknowledged = load.stop()
             assert acknowledged.refused == [], acknowledged.refused[:5]
-            _merge(everything, acknowledged)
+            everything.merge(acknowledged)
             # Checked against the file with the server down: nothing can paper over a loss.
             lost = missing_or_changed(db_path, everything)
             figures.append(f"kill {loop + 1}: {acknowledged.total()} acknowledged this run, "

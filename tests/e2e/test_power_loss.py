@@ -10,7 +10,7 @@ The first test proves the harness bites (data not ``fsync``-ed before the cut is
 ``fsync``-ed is whole); the last shows that ``SQLITE_SYNCHRONOUS=normal`` really does lose
 acknowledged writes under the same cut, which is why ``full`` is the default.
 
-Needs root and loop devices (CI runs as root); as non-root the tests skip, saying so.
+Needs root and loop devices (CI runs as root); without them the tests fail, naming what is missing.
 ``CRASH_LOOPS`` (default 3) sets how many cuts the load test goes through.
 """
 
@@ -47,7 +47,7 @@ NORMAL_CUT_AFTER = 60
 @pytest.fixture
 def disk(tmp_path) -> Iterator[LoopDisk]:
     if not is_root():
-        pytest.skip("the power-cut test needs root for losetup and mount (CI runs it as root)")
+        pytest.fail("the power-cut test needs root for losetup and mount: run the suite as root, as CI does")
     reason = loop_disk_unavailable()
     if reason:
         pytest.fail(reason)
@@ -92,14 +92,6 @@ def _lost_under_normal(db_path: Path, acknowledged: Acknowledged) -> list[str]:
     except sqlite3.OperationalError as exc:
         # A cut before the first checkpoint: not even the schema had reached the disk.
         return [f"all {acknowledged.total()}, the schema too: {exc}"] * acknowledged.total()
-
-
-def _merge(into: Acknowledged, found: Acknowledged) -> None:
-    into.episodes.update(found.episodes)
-    into.entities.update(found.entities)
-    into.relationships.update(found.relationships)
-    into.unanswered += found.unanswered
-    into.refused.extend(found.refused)
 
 
 def _write_then_cut(server: ServiceProcess, disk: LoopDisk, session_id: int, cut_after: int, tag: str
@@ -153,7 +145,7 @@ def test_every_acknowledged_write_survives_power_cuts_and_the_service_recovers_a
         for cut in range(CUTS):
             cut_after = CUT_AFTER[cut % len(CUT_AFTER)] + 7 * (cut // len(CUT_AFTER))
             acknowledged = _write_then_cut(server, disk, session_id, cut_after, f"cut{cut}")
-            _merge(everything, acknowledged)
+            everything.merge(acknowledged)
             # Checked on the disk the outage left, before the service touches it.
             lost = missing_or_changed(db_path, everything)
             figures.append(f"cut {cut + 1}: {acknowledged.total()} acknowledged this run, {everything.total()} "
@@ -199,7 +191,7 @@ def test_synchronous_normal_loses_acknowledged_writes_under_the_same_cut(disk, t
         session_id = httpx.post(f"{server.url}/sessions", json={"externalId": "normal"}).json()["id"]
         for cut in range(NORMAL_CUTS):
             acknowledged = _write_then_cut(server, disk, session_id, NORMAL_CUT_AFTER, f"normal{cut}")
-            _merge(everything, acknowledged)
+            everything.merge(acknowledged)
             lost = _lost_under_normal(db_path, everything)
             losses.append(f"cut {cut + 1}: {len(lost)} of {everything.total()} acknowledged writes lost"
                           + (f" ({lost[0]})" if lost and lost[0].startswith("all") else ""))

@@ -60,8 +60,8 @@ def is_root() -> bool:
 def loop_disk_unavailable() -> str | None:
     """Why a loop-mounted ext4 cannot be made here (a missing tool), or None when it can.
 
-    Root is checked apart (``is_root``): a non-root run may skip; a root run that lacks a tool
-    must fail, naming it, because CI runs as root and a skipped power-cut test proves nothing."""
+    Root is checked apart (``is_root``); either missing fails the test, naming it: CI runs as root,
+    and a skipped power-cut test proves nothing."""
     missing = [tool for tool in TOOLS if shutil.which(tool) is None]
     if missing:
         return (f"the power-cut test needs {', '.join(missing)} (packages e2fsprogs, util-linux, coreutils); "

@@ -40,6 +40,14 @@ class Acknowledged:
     def total(self) -> int:
         return len(self.episodes) + len(self.entities) + len(self.relationships)
 
+    def merge(self, found: Acknowledged) -> None:
+        """Add another run's acknowledged writes (a later answer for the same id wins)."""
+        self.episodes.update(found.episodes)
+        self.entities.update(found.entities)
+        self.relationships.update(found.relationships)
+        self.unanswered += found.unanswered
+        self.refused.extend(found.refused)
+
 
 class WriteLoad:
     """``threads`` writers posting episodes, entities and relationships until ``stop()``.
