@@ -99,14 +99,7 @@ def update_episode(tx: Transaction, episode_id: int, changes: EpisodeChanges) ->
     check_changes(changes)  # None on a required field never reaches a store (KEEP leaves it)
     if _expired(tx.episodes.get(episode_id)):
         return None
-    changed = tx.episodes.update(episode_id, changes)
-    if changed is None:
-        return None
-    before, after = changed
-    if EPISODES.text(before) != EPISODES.text(after):
-        tx.outbox.enqueue(EPISODES.name, "upsert", [episode_id])
-    _versioned(tx, EPISODES.name, before, after)
-    return after
+    return _updated(tx, EPISODES, episode_id, tx.episodes.update(episode_id, changes))
 
 
 def delete_episode(tx: Transaction, episode_id: int) -> bool:
