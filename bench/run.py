@@ -87,16 +87,16 @@ def _stat_fields(pid: int) -> list[str]:
 
 def cpu_seconds(pid: int) -> float:
     """User + system CPU time so far of ``pid`` and its descendants (all threads), counting the
-    children it already reaped (a replaced worker's time is then in its parent's cutime/cstime)."""
+    children each of them already reaped: a replaced worker's time is then in the supervisor's
+    cutime/cstime, and an index build child's in its worker's (counting only the root's made the
+    difference negative when a worker's child ended between two readings)."""
     ticks = 0
-    for index, current in enumerate(process_tree(pid)):
+    for current in process_tree(pid):
         try:
             fields = _stat_fields(current)
         except OSError:
             continue
-        ticks += int(fields[11]) + int(fields[12])
-        if index == 0:
-            ticks += int(fields[13]) + int(fields[14])
+        ticks += sum(int(field) for field in fields[11:15])
     return ticks / os.sysconf("SC_CLK_TCK")
 
 
