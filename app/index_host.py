@@ -167,7 +167,7 @@ class IndexHost:
             self._stopping.set()
             process = self._process
         code = None
-        if process is not None:
+        if process is not None and process.exitcode is None:  # not one that died and awaits its restart
             if process.is_alive():
                 process.terminate()
             process.join(timeout)
