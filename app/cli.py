@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import signal
@@ -85,22 +86,34 @@ def serve(
     port: Annotated[Optional[int], typer.Option(help="listen port (default PORT)")] = None,
 ) -> None:
     """Serve the REST API (uvicorn, uvloop + httptools)."""
-    import uvicorn
-
-    from app.main import create_app
-    from app.serving import check_before_spawning, resolve_workers, run_supervisor
+    from app.index_host import IndexHost, hosted
+    from app.serving import shared_metrics_dir
 
     settings = _settings()
     if host is not None or port is not None:
         settings = settings.with_overrides(host=host or settings.host, port=settings.port if port is None else port)
     configure_logging(settings)
+    with contextlib.ExitStack() as stack:
+        if hosted(settings):
+            # Before prometheus-client is imported here (by app.main): the index host and every
+            # HTTP process count into one directory, so a scrape sums them.
+            stack.enter_context(shared_metrics_dir())
+        _serve(settings, stack, IndexHost if hosted(settings) else None)
+
+
+def _serve(settings: Settings, stack: contextlib.ExitStack, index_host) -> None:
+    import uvicorn
+
+    from app.main import create_app
+    from app.serving import check_before_spawning, resolve_workers, run_supervisor
+
     try:
         workers = resolve_workers(settings)
         if workers > 1:
             check_before_spawning(settings)
             app = None
         else:
-            app = create_app(settings)
+            app = create_app(settings, index_host=index_host is not None)
             _open_stores(app.state.container)
     except ConfigError as exc:
         typer.echo(f"configuration error: {exc}", err=True)
@@ -108,6 +121,8 @@ def serve(
     except Exception as exc:  # e.g. the database cannot be opened: one clear line, not a traceback
         typer.echo(f"start-up failed: {exc}", err=True)
         raise typer.Exit(1) from None
+    if index_host is not None:  # the store is open and migrated: the host may open it too
+        stack.callback(index_host(settings).start().stop)  # stopped after the HTTP side drained
     # log_config=None: uvicorn's loggers go through app.logs (JSON when asked), not its own handlers.
     options = dict(log_level=settings.log_level, log_config=None, loop="uvloop", http="httptools", access_log=False,
                    timeout_graceful_shutdown=10, proxy_headers=settings.forwarded_allow_ips is not None,

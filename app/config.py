@@ -121,7 +121,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
                                          le=100_000_000)] = field(default=DEFAULT_EVENT_RETENTION,
                                                                   name="EVENT_RETENTION")
     max_in_flight: Annotated[int, _doc("requests handled at once; 0: no limit", ge=0, le=100_000)] = field(
-        default=64, name="MAX_IN_FLIGHT")
+        default=32, name="MAX_IN_FLIGHT")
     cors_origins: Annotated[tuple[str, ...], _doc("origins allowed from a browser")] = field(
         default=(), name="CORS_ORIGINS")
     embedding_max_attempts: Annotated[int, _doc("failures before a dead letter", ge=1, le=1000)] = field(

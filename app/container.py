@@ -144,7 +144,12 @@ def _expiry_sweeper(expiry, seconds: float):
 def _health_monitor(container):
     from app.health import standard_monitor  # health imports litestar: only the app needs it
 
-    return standard_monitor(container, container.settings(), lambda: container.indexing().dead_lettered)
+    def dead_lettered() -> int:  # a follower's: the index owner's count (``IndexView``)
+        local = container.indexing().dead_lettered
+        from_owner = getattr(container.index_manager(), "dead_lettered", None)
+        return local if from_owner is None else from_owner(local)
+
+    return standard_monitor(container, container.settings(), dead_lettered)
 
 
 def _service_metrics(indexing):

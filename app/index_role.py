@@ -1,18 +1,20 @@
-"""A worker process's part in the vector index when ``WORKERS`` > 1: owner or follower.
+"""The vector index's owner and its followers, over one store.
 
-Exactly one worker process owns the index: it holds the ``flock`` of ``<SQLITE_PATH>.owner`` (see
+Exactly one process owns the index: it holds the ``flock`` of ``<SQLITE_PATH>.owner`` (see
 ``adapters.ipc.election``), opens the index (an embedded engine allows one opener), runs the index
-manager and the embedding worker, and answers the other workers on ``<SQLITE_PATH>.sock``. The
-others follow: their searches, counts and status reach the owner through ``SocketVectorIndex``.
+manager and the embedding worker, and answers the others on ``<SQLITE_PATH>.sock``. The others
+follow: their searches, counts and status reach the owner through ``SocketVectorIndex``.
 
-Failover: the kernel releases the lock when the owner dies (even ``kill -9``). A follower tries
-the lock when its connection to the owner drops and every ``ELECTION_SECONDS`` anyway; the winner
-opens the index, starts the manager, the socket and the worker. Until then vector calls raise
-``VectorIndexError`` and searches answer from the keyword leg, as when the index is down in a
-single process; ``/health`` says so. Nothing acknowledged is lost: writes land in SQLite with
-their outbox jobs, which the new owner's worker drains.
+``memory-service serve`` runs the owner in a process of its own that serves no HTTP (the index
+host, ``app.index_host``), at every ``WORKERS`` value: every HTTP-serving process is a follower
+that never takes the role (``may_own=False``). When the host dies the kernel releases the lock;
+the serving process starts a new host, which takes the lock and the socket over. Meanwhile vector
+calls raise ``VectorIndexError`` and searches answer from the keyword leg, as when the index is
+down in a single process; ``/health`` says so. Nothing acknowledged is lost: writes land in SQLite
+with their outbox jobs, which the new owner's worker drains. An owner (``may_own=True``) whose
+lock is taken (a maintenance command working offline) tries again every ``ELECTION_SECONDS``.
 
-``IndexView`` is what the services, health and metrics of every worker see instead of the index
+``IndexView`` is what the services, health and metrics of every process see instead of the index
 manager: the local manager while this process owns the index, the owner's answers otherwise.
 """
 
@@ -54,10 +56,13 @@ class IndexRole:
     def __init__(
         self, *, lock_path: str, socket_path: str, model: ModelRef,
         open_manager: Callable[[], IndexManager], close_owned: Callable[[], Awaitable[None]],
-        follow_seconds: float = FOLLOW_SECONDS,
+        follow_seconds: float = FOLLOW_SECONDS, may_own: bool = True,
+        dead_lettered: Callable[[], int] = lambda: 0,
     ) -> None:
         self._lock = OwnerLock(lock_path)
         self._follow_seconds = follow_seconds
+        self.may_own = may_own  # False: a follower only (an HTTP process beside an index host)
+        self._dead_lettered = dead_lettered
         self.socket_path = socket_path
         self._open_manager = open_manager
         self._close_owned = close_owned
@@ -86,7 +91,8 @@ class IndexRole:
 
     async def start(self) -> None:
         """Try for the role once (so one of the first workers owns the index before serving), then
-        keep watching for the owner's death in the background."""
+        keep watching for the owner's death in the background. A follower only (``may_own``
+        False) waits for the owner to answer and never tries the lock."""
         self._retire_on_signals()
         await self._elect()
         # A follower serves once the owner answers (or after FOLLOW_SECONDS): its first searches
@@ -98,6 +104,17 @@ class IndexRole:
                 break
             await asyncio.sleep(0.05)
             await self._elect()
+        if self.may_own:
+            self._task = asyncio.create_task(self._watch(), name="index-owner-election")
+
+    async def own(self) -> None:
+        """An index host's start: take the role now if the lock is free, else keep trying in the
+        background (a maintenance command may hold it for a while)."""
+        self._retire_on_signals()
+        try:
+            await self._elect()
+        except Exception:
+            log.exception("opening the vector index failed; retrying")
         self._task = asyncio.create_task(self._watch(), name="index-owner-election")
 
     def _retire_on_signals(self) -> None:
@@ -139,7 +156,7 @@ class IndexRole:
                 log.exception("taking over the vector index failed; retrying")
 
     async def _elect(self) -> None:
-        if self._stopping or not self._lock.try_acquire():
+        if self._stopping or not self.may_own or not self._lock.try_acquire():
             return
         try:
             manager = self._open_manager()
@@ -156,7 +173,7 @@ class IndexRole:
         self.manager, self._server = manager, server
         if self._worker is not None and self._worker_enabled:
             self._worker.start()
-        log.info("worker process %d owns the vector index (serving the other workers on %s)",
+        log.info("process %d owns the vector index (serving the other processes on %s)",
                  os.getpid(), self.socket_path)
 
     async def _report(self) -> dict[str, Any]:
@@ -166,7 +183,8 @@ class IndexRole:
         error = await manager.health()
         if error is None:
             await manager.refresh()
-        return {"health": error, "status": manager.status(), "problem": manager.problem(), "owner": os.getpid()}
+        return {"health": error, "status": manager.status(), "problem": manager.problem(), "owner": os.getpid(),
+                "deadLettered": self._dead_lettered()}
 
     def holder(self) -> int | None:
         return self._lock.holder()
@@ -278,8 +296,18 @@ class IndexView:
 
     def _no_owner(self) -> str:
         holder = self._role.holder()
+        if not self._role.may_own:
+            who = f"the index host (pid {holder})" if holder else "the index host"
+            return f"the vector index is served by {who}, which is starting or gone (it is restarted)"
         who = f"worker process {holder}" if holder else "another worker process"
         return f"the vector index is served by {who}, which is starting or gone (another takes over)"
+
+    def dead_lettered(self, local: int) -> int:
+        """Jobs the owner's embedding worker gave up on since it started (``local`` when this
+        process owns the index, or before the owner first answered)."""
+        if self._role.manager is None and self._report is not None:
+            return int(self._report.get("deadLettered", 0))
+        return local
 
     def degraded(self) -> bool:
         if (manager := self._role.manager) is not None:
@@ -310,9 +338,9 @@ class WorkerCollector:
         yield family
 
 
-def attach_index_role(container: Any, settings: Any) -> IndexRole:
-    """Make ``container.index_manager`` this worker's ``IndexView``; the role opens the real
-    manager (and with it the index) only if this process wins the election."""
+def attach_index_role(container: Any, settings: Any, *, may_own: bool = True) -> IndexRole:
+    """Make ``container.index_manager`` this process's ``IndexView``; the role opens the real
+    manager (and with it the index) only if this process may own it and wins the election."""
     from dependency_injector import providers
 
     from app.container import _index_manager
@@ -343,7 +371,8 @@ def attach_index_role(container: Any, settings: Any) -> IndexRole:
     lock_path, socket_path = role_paths(settings.sqlite_path)
     role = IndexRole(lock_path=lock_path, socket_path=socket_path,
                      model=ModelRef(settings.embedder, embedder.model, embedder.dimension),
-                     open_manager=open_manager, close_owned=close_owned)
+                     open_manager=open_manager, close_owned=close_owned, may_own=may_own,
+                     dead_lettered=lambda: container.indexing().dead_lettered)
     container.index_manager.override(providers.Object(role.view))
     # The container's worker lifecycle becomes the role's: it runs the election (and, in the
     # owner, the embedding worker) and stops it all at shutdown, after the health monitor that

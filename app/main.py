@@ -74,16 +74,18 @@ def check_configuration(container: Container) -> None:
         raise ConfigError("EMBEDDING_DIM", f"is {settings.embedding_dim} but the embedder gives {dimension}")
 
 
-def create_app(settings: Settings, container: Container | None = None, *, workers: int = 1) -> Litestar:
+def create_app(settings: Settings, container: Container | None = None, *, workers: int = 1,
+               index_host: bool = False) -> Litestar:
     """Build the app for ``settings``: a fresh container (or the one given, for tests), every
     route, the error table, and a lifespan that opens the stores, ensures the vector collections,
-    and runs the embedding worker until shutdown. With ``workers`` > 1 this is one of several
-    worker processes: the vector index and the embedding worker belong to the one that wins the
-    owner election (``app.index_role``)."""
+    and runs the embedding worker until shutdown. With ``index_host`` (``serve`` on a SQLite file)
+    the vector index and the embedding worker live in the index host process (``app.index_host``)
+    and this process follows it; otherwise, with ``workers`` > 1, they belong to the worker that
+    wins the owner election (``app.index_role``), and with one, to this process."""
     container = container or build_container(settings)
     check_configuration(container)
     # Before anything builds a service: they must get this worker's view of the index.
-    role = attach_index_role(container, settings) if workers > 1 else None
+    role = attach_index_role(container, settings, may_own=not index_host) if workers > 1 or index_host else None
     worker, service_metrics, monitor = container.worker(), container.metrics(), container.health()
     notify = worker.notify if role is None else role.notify
     install_request_id_filter("nexusai.errors", "nexusai.app")

@@ -12,7 +12,10 @@ Per worker: SQLite connections (WAL lets processes read and write one file; writ
 its write lock), admission control (``MAX_IN_FLIGHT`` per worker: the kernel hands connections to
 whichever worker accepts first, often unevenly, so an even split of the limit refused requests
 that one process would have admitted), metrics, the health monitor and MCP sessions (stateless
-across workers). The vector index has one owner (``app.index_role``).
+across workers). The vector index has one owner, the index host (``app.index_host``), a process
+of its own that ``serve`` starts beside the workers at every ``WORKERS`` value; the workers follow
+it (``app.index_role``). ``serve`` also provides the shared metrics directory (``shared_metrics_dir``)
+in which the workers and the host count.
 """
 
 from __future__ import annotations
@@ -95,7 +98,10 @@ class WorkerApp:
         # process (``serve`` runs with access_log=False; the request log line is the app's own).
         logging.getLogger("uvicorn.access").propagate = False
         try:
-            return create_app(settings, workers=self.workers)
+            from app.index_host import hosted
+
+            # ``serve`` runs the vector index in its own process: every worker follows it.
+            return create_app(settings, workers=self.workers, index_host=hosted(settings))
         except Exception:  # the parent checked the configuration: this is the environment
             log.exception("worker %d could not build the app", os.getpid())
             sys.exit(STARTUP_FAILURE)
@@ -143,8 +149,7 @@ def run_supervisor(settings: Settings, workers: int, **uvicorn_options) -> None:
     sock = config.bind_socket()
     log.info("serving on %s:%d with %d worker processes", settings.host, settings.port, workers)
     try:
-        with shared_metrics_dir():
-            Supervisor(config, sockets=[sock]).run()
+        Supervisor(config, sockets=[sock]).run()
     finally:
         sock.close()
 

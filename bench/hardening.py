@@ -233,7 +233,7 @@ def main() -> None:
     parser.add_argument("--synchronous-seconds", type=float, default=5.0, help="per row; 0 skips")
     parser.add_argument("--overload-seconds", type=float, default=10.0, help="per wrk row; 0 skips")
     parser.add_argument("--connections", default="8,64,256")
-    parser.add_argument("--max-in-flight", type=int, default=64)
+    parser.add_argument("--max-in-flight", type=int, default=32)
     parser.add_argument("--scale", default="10k")
     parser.add_argument("--health-every", type=float, default=0.02,
                         help="seconds between /health polls during each overload row (one client)")

@@ -21,7 +21,10 @@ ROUNDS = 10
 
 @pytest.fixture
 def server(tmp_path):
-    with ServiceProcess(service_env(tmp_path / "memory.db"), log_dir=tmp_path) as running:
+    # CLIENTS requests at once must all be admitted: these tests are about SQLite's locks, not
+    # admission control (MAX_IN_FLIGHT's default, 32, would refuse the surplus with 503).
+    env = service_env(tmp_path / "memory.db", {"MAX_IN_FLIGHT": str(2 * CLIENTS)})
+    with ServiceProcess(env, log_dir=tmp_path) as running:
         yield running
 
 

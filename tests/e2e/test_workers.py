@@ -1,13 +1,15 @@
-"""``WORKERS=2``: one listening socket, two real worker processes under uvicorn's supervisor.
+"""``WORKERS=2``: one listening socket, two real worker processes under uvicorn's supervisor, and
+the index host beside them (``app.index_host``): the workers follow it, none owns the index.
 
 Which worker answers is the kernel's choice per connection, so each test holds keep-alive
-connections and asks ``/health`` on each which worker it reached (``owner.thisWorker``): a pair
-of connections then talks to the index owner and to a follower for sure. Every wait is bounded.
+connections and asks ``/metrics`` on each which worker it reached (``memory_worker{pid}``): a pair
+of connections then talks to both workers for sure. Every wait is bounded.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import signal
 import time
 from contextlib import closing
@@ -17,47 +19,54 @@ import httpx
 import pytest
 
 from tests.support.process import WriteLoad, wait_for_health
+from tests.support.process_tree import INDEX_HOST_NAME, alive as _alive, comm, index_hosts, until as _until
 from tests.support.server import ServiceProcess, service_env
 
 CONNECT_ATTEMPTS = 200  # fresh connections tried until both workers have been reached
-WAIT_SECONDS = 60.0
 
 
 def _env(db: Path, **extra: str) -> dict[str, str]:
     return service_env(db, {"WORKERS": "2", **extra})
 
 
-def _role(client: httpx.Client) -> tuple[bool, int]:
-    """(this connection's worker owns the index, the owner's pid), from /health on it."""
-    owner = client.get("/health").json()["components"]["vectorIndex"].get("index", {}).get("owner") or {}
-    return bool(owner.get("thisWorker")), owner.get("pid")
+def _owner_pid(client: httpx.Client) -> int | None:
+    """The index owner's pid, from /health on this connection."""
+    return (client.get("/health").json()["components"]["vectorIndex"].get("index", {}).get("owner") or {}).get("pid")
 
 
-def _owner_and_follower(url: str) -> tuple[httpx.Client, httpx.Client, int]:
-    """A keep-alive connection to the index owner, one to a follower, and the owner's pid."""
-    found: dict[bool, httpx.Client] = {}
-    owner_pid = None
+def _worker(client: httpx.Client) -> tuple[int, str]:
+    """(the pid of the worker this connection reached, its part in the index), from /metrics."""
+    found = re.search(r'memory_worker\{pid="(\d+)",role="(\w+)"\} 1\.0', client.get("/metrics").text)
+    assert found is not None
+    return int(found[1]), found[2]
+
+
+def _two_workers(url: str) -> tuple[httpx.Client, httpx.Client]:
+    """A keep-alive connection to each of the two workers."""
+    found: dict[int, httpx.Client] = {}
     for _ in range(CONNECT_ATTEMPTS):
         client = httpx.Client(base_url=url, timeout=10.0, limits=httpx.Limits(max_connections=1))
         try:
-            mine, owner_pid = _role(client)
-        except (httpx.HTTPError, KeyError):
+            pid, _ = _worker(client)
+        except httpx.HTTPError:
             client.close()
             time.sleep(0.05)
             continue
-        if mine in found or owner_pid is None:
+        if pid in found:
             client.close()
             continue
-        found[mine] = client
+        found[pid] = client
         if len(found) == 2:
-            return found[True], found[False], owner_pid
+            first, second = found.values()
+            return first, second
     for client in found.values():
         client.close()
-    raise AssertionError(f"could not reach both an owner and a follower in {CONNECT_ATTEMPTS} connections")
+    raise AssertionError(f"could not reach both workers in {CONNECT_ATTEMPTS} connections")
 
 
 def _children(parent: int) -> set[int]:
-    """The worker processes of ``parent`` (multiprocessing's resource tracker excluded)."""
+    """The HTTP worker processes of ``parent`` (the index host and multiprocessing's resource
+    tracker excluded)."""
     found = set()
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -68,7 +77,8 @@ def _children(parent: int) -> set[int]:
         except OSError:
             continue
         ppid = int(stat.rsplit(")", 1)[1].split()[1])
-        if ppid == parent and b"spawn_main" in cmdline:
+        if ppid == parent and b"spawn_main" in cmdline and comm(int(entry.name)) != INDEX_HOST_NAME \
+                and _alive(int(entry.name)):
             found.add(int(entry.name))
     return found
 
@@ -83,130 +93,122 @@ def _metrics_dir(worker: int) -> Path:
     return Path(environ[b"PROMETHEUS_MULTIPROC_DIR"].decode())
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return Path(f"/proc/{pid}").exists() and "(Z)" not in Path(f"/proc/{pid}/stat").read_text()[:64] \
-        and " Z " not in Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1][:4]
-
-
-def _until(predicate, what: str, timeout: float = WAIT_SECONDS):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if (value := predicate()):
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 def _hybrid_hit(client: httpx.Client, query: str, episode_id: int) -> bool:
     body = client.post("/search", json={"query": query, "limit": 5}).json()
     hit = next((h for h in body["hits"] if h["id"] == episode_id), None)
     return not body["degraded"] and hit is not None and hit["vector"] is not None
 
 
-def test_two_workers_see_each_others_writes_and_a_follower_answers_hybrid_search(tmp_path):
+def test_two_workers_see_each_others_writes_and_answer_hybrid_search_from_the_index_host(tmp_path):
     with ServiceProcess(_env(tmp_path / "memory.db")) as server:
-        assert len(_children(server.pid)) == 2
-        owner, follower, _ = _owner_and_follower(server.url)
-        with closing(owner), closing(follower):
-            session = follower.post("/sessions", json={"externalId": "shared"}).json()["id"]
-            by_follower = follower.post("/episodes", json={
+        workers = _children(server.pid)
+        assert len(workers) == 2
+        (host,) = _until(lambda: index_hosts(server.pid), "the index host")
+        first, second = _two_workers(server.url)
+        with closing(first), closing(second):
+            # Neither worker owns the index: the host, a process of its own, does.
+            _until(lambda: _owner_pid(first) == host and _owner_pid(second) == host, "both workers to see the host")
+            assert host not in workers
+            session = second.post("/sessions", json={"externalId": "shared"}).json()["id"]
+            by_second = second.post("/episodes", json={
                 "sessionId": session, "userMessage": "the lighthouse keeper polishes the lens",
                 "aiResponse": "noted"}).json()
-            by_owner = owner.post("/episodes", json={
+            by_first = first.post("/episodes", json={
                 "sessionId": session, "userMessage": "a walrus naps on the harbour wall",
                 "aiResponse": "noted"}).json()
-            assert owner.get(f"/episodes/{by_follower['id']}").json()["userMessage"].startswith("the lighthouse")
-            assert follower.get(f"/episodes/{by_owner['id']}").json()["userMessage"].startswith("a walrus")
-            assert [e["id"] for e in follower.get(f"/sessions/{session}/episodes").json()["items"]] == \
-                [by_follower["id"], by_owner["id"]]
-            # The follower's vector leg is answered by the owner's index over the socket.
-            _until(lambda: _hybrid_hit(follower, "lighthouse lens", by_follower["id"]), "a hybrid hit on the follower")
-            _until(lambda: _hybrid_hit(follower, "walrus harbour", by_owner["id"]), "the owner's write indexed")
-            # Its /health reports the owner's index (checked in the background: polled, bounded).
-            _until(lambda: (c := follower.get("/health").json()["components"]["vectorIndex"])["status"] == "ok"
-                   and c["points"]["episodes"] == 2, "the follower's health to count both points")
+            assert first.get(f"/episodes/{by_second['id']}").json()["userMessage"].startswith("the lighthouse")
+            assert second.get(f"/episodes/{by_first['id']}").json()["userMessage"].startswith("a walrus")
+            assert [e["id"] for e in second.get(f"/sessions/{session}/episodes").json()["items"]] == \
+                [by_second["id"], by_first["id"]]
+            # Each worker's vector leg is answered by the host's index over the socket.
+            for client in (first, second):
+                _until(lambda: _hybrid_hit(client, "lighthouse lens", by_second["id"]), "a hybrid hit")
+                _until(lambda: _hybrid_hit(client, "walrus harbour", by_first["id"]), "the other write indexed")
+            # Their /health reports the host's index (checked in the background: polled, bounded).
+            _until(lambda: (c := second.get("/health").json()["components"]["vectorIndex"])["status"] == "ok"
+                   and c["points"]["episodes"] == 2, "the worker's health to count both points")
             # /metrics says which worker answered; the data gauges are read from the shared store.
-            follower_metrics, owner_metrics = follower.get("/metrics").text, owner.get("/metrics").text
-            assert 'role="follower"} 1.0' in follower_metrics and 'role="owner"} 1.0' in owner_metrics
-            assert 'memory_store_rows{table="episodes"} 2.0' in follower_metrics
-            # Counters add up over the workers whichever answers: one POST reached each of them,
-            # and only the owner embeds.
+            first_metrics, second_metrics = first.get("/metrics").text, second.get("/metrics").text
+            assert 'role="follower"} 1.0' in first_metrics and 'role="follower"} 1.0' in second_metrics
+            assert 'memory_store_rows{table="episodes"} 2.0' in second_metrics
+            # Counters add up over the processes whichever answers: one POST reached each worker,
+            # and only the host embeds.
             posts = 'memory_http_requests_total{method="POST",route="/episodes",status="201"} 2.0'
-            assert posts in follower_metrics and posts in owner_metrics
-            assert _sample(follower_metrics, "memory_embed_calls_total") >= 1
-            assert _sample(follower_metrics, "memory_embed_calls_total") == _sample(owner_metrics,
-                                                                                    "memory_embed_calls_total")
+            assert posts in first_metrics and posts in second_metrics
+            assert _sample(second_metrics, "memory_embed_calls_total") >= 1
+            assert _sample(second_metrics, "memory_embed_calls_total") == _sample(first_metrics,
+                                                                                  "memory_embed_calls_total")
         socket_file = Path(f"{tmp_path / 'memory.db'}.sock")
         assert socket_file.stat().st_mode & 0o777 == 0o600
         metrics_dir = _metrics_dir(next(iter(_children(server.pid))))
         assert metrics_dir.stat().st_mode & 0o777 == 0o700 and any(metrics_dir.glob("counter_*.db"))
+        assert _metrics_dir(host) == metrics_dir
         assert server.stop() == 0, server.stderr()
     assert not socket_file.exists()
     assert not metrics_dir.exists()
 
 
-def test_killing_the_index_owner_hands_the_index_to_another_worker_and_loses_no_write(tmp_path):
+def test_killing_the_index_host_starts_another_and_loses_no_write(tmp_path):
     with ServiceProcess(_env(tmp_path / "memory.db")) as server:
-        owner, follower, owner_pid = _owner_and_follower(server.url)
-        owner.close()
-        with closing(follower):
-            session = follower.post("/sessions", json={"externalId": "failover"}).json()["id"]
+        (host,) = _until(lambda: index_hosts(server.pid), "the index host")
+        workers = _children(server.pid)
+        first, second = _two_workers(server.url)
+        first.close()
+        with closing(second):
+            _until(lambda: _owner_pid(second) == host, "the host to answer")
+            session = second.post("/sessions", json={"externalId": "failover"}).json()["id"]
             with WriteLoad(server.url, session, threads=4, tag="failover") as load:
                 _until(lambda: load.acknowledged.total() >= 40, "writes before the kill")
-                os.kill(owner_pid, signal.SIGKILL)
-                _until(lambda: not _alive(owner_pid), "the owner to die")
-                # Meanwhile the follower's searches answer from keywords and say why.
-                degraded = follower.post("/search", json={"query": "failover"}).json()
+                os.kill(host, signal.SIGKILL)
+                _until(lambda: not _alive(host), "the host to die")
+                # Meanwhile the workers' searches answer from keywords and say why.
+                degraded = second.post("/search", json={"query": "failover"}).json()
                 _until(lambda: load.acknowledged.total() >= 120, "writes after the kill")
             assert load.acknowledged.refused == []
-            new_owner = _until(lambda: (pid := _role(follower)[1]) not in (None, owner_pid) and pid,
-                               "another worker to own the index")
-            assert _alive(new_owner)
-            _until(lambda: len(_children(server.pid)) == 2, "the supervisor to replace the killed worker")
+            (new_host,) = _until(lambda: (found := index_hosts(server.pid)) and host not in found and found,
+                                 "another index host")
+            _until(lambda: _owner_pid(second) == new_host, "the new host to own the index")
+            assert new_host not in workers and _children(server.pid) == workers  # no worker took the role over
             for episode_id in load.acknowledged.episodes:
-                assert follower.get(f"/episodes/{episode_id}").status_code == 200
-            late = follower.post("/episodes", json={"sessionId": session, "userMessage": "zebra crossing at dawn",
-                                                    "aiResponse": "noted"}).json()
-            _until(lambda: _hybrid_hit(follower, "zebra dawn", late["id"]), "vector search to recover")
+                assert second.get(f"/episodes/{episode_id}").status_code == 200
+            late = second.post("/episodes", json={"sessionId": session, "userMessage": "zebra crossing at dawn",
+                                                  "aiResponse": "noted"}).json()
+            _until(lambda: _hybrid_hit(second, "zebra dawn", late["id"]), "vector search to recover")
             wait_for_health(server.url, lambda b: b["components"]["embeddingBacklog"]["pending"] == 0)
         assert degraded["hits"] is not None  # answered (keyword leg) while no one owned the index
         assert server.stop() == 0, server.stderr()
 
 
-def test_a_killed_follower_is_replaced_and_sigterm_drains_every_worker(tmp_path):
+def test_a_killed_worker_is_replaced_and_sigterm_drains_every_worker_and_the_host(tmp_path):
     with ServiceProcess(_env(tmp_path / "memory.db")) as server:
-        owner, follower, owner_pid = _owner_and_follower(server.url)
-        owner.close()
-        follower.close()
+        (host,) = _until(lambda: index_hosts(server.pid), "the index host")
         first = _children(server.pid)
-        (victim,) = first - {owner_pid}
+        victim = min(first)
         os.kill(victim, signal.SIGKILL)
         replaced = _until(lambda: (now := _children(server.pid)) - first and len(now) == 2 and now,
                           "a replacement worker")
-        assert owner_pid in replaced and victim not in replaced
+        assert victim not in replaced and index_hosts(server.pid) == {host}  # the host never noticed
         session = httpx.post(f"{server.url}/sessions", json={"externalId": "drain"}).json()["id"]
         with WriteLoad(server.url, session, threads=4, tag="drain") as load:
             _until(lambda: load.acknowledged.total() >= 40, "writes before SIGTERM")
-            workers = _children(server.pid)
+            processes = _children(server.pid) | {host}
             code = server.stop()
         assert code == 0, server.stderr()
-        assert not any(_alive(pid) for pid in workers)
+        assert not any(_alive(pid) for pid in processes)
         server.start()
         for episode_id in load.acknowledged.episodes:
             assert httpx.get(f"{server.url}/episodes/{episode_id}").status_code == 200
         assert load.acknowledged.refused == []
 
 
-def test_kill_9_of_the_supervisor_leaves_no_worker_behind(tmp_path):
+def test_kill_9_of_the_supervisor_leaves_no_worker_nor_host_behind(tmp_path):
     with ServiceProcess(_env(tmp_path / "memory.db")) as server:
         workers = _children(server.pid)
         assert len(workers) == 2
+        hosts = _until(lambda: index_hosts(server.pid), "the index host")
         server.kill()
-        _until(lambda: not any(_alive(pid) for pid in workers), "the workers to die with their parent", 30)
+        _until(lambda: not any(_alive(pid) for pid in workers | hosts), "the workers and the host to die with "
+               "their parent", 30)
         server.start()  # the port and the index are free again
         assert httpx.get(f"{server.url}/health").status_code == 200
         assert server.stop() == 0, server.stderr()

@@ -101,3 +101,64 @@ async def test_without_an_owner_vector_calls_fail_as_an_index_outage_and_health_
     finally:
         await role.stop()
         holder._lock.release()
+
+
+def _follower(store: SqliteStore, base: str) -> IndexRole:
+    role = _role(store, base)
+    role.may_own = False  # an HTTP process beside the index host
+    return role
+
+
+async def test_a_follower_only_never_takes_the_role_and_reaches_the_owner_that_starts_next(store, tmp_path):
+    base = str(tmp_path / "m.db")
+    host, follower = _role(store, base), _follower(store, base)
+    host._dead_lettered = lambda: 3
+    await host.own()
+    await follower.start()
+    try:
+        assert host.owner and not follower.owner
+        assert await follower.view.count("episodes") == 0
+        assert await follower.view.health() is None
+        assert follower.view.dead_lettered(0) == 3  # the owner's count, not this process's
+        await host.stop()
+        # The lock is free, yet a follower only waits for the next host: its calls fail as an
+        # index outage meanwhile, and its health names the host being restarted.
+        with pytest.raises(VectorIndexError):
+            await follower.view.search("episodes", [1.0] * DIM, 5)
+        reason = await follower.view.health()
+        assert reason is not None and "index host" in reason and "restarted" in reason and "keywords" in reason
+        assert not follower.owner
+        restarted = _role(store, base)
+        await restarted.own()
+        try:
+            assert restarted.owner and not follower.owner
+
+            async def reached() -> bool:
+                try:
+                    return await follower.view.count("episodes") == 0
+                except VectorIndexError:
+                    return False
+            await _until(reached, "the follower to reach the restarted host")
+            assert follower.view.status()["owner"]["thisWorker"] is False
+        finally:
+            await restarted.stop()
+    finally:
+        await follower.stop()
+        await host.stop()
+
+
+async def test_an_owner_whose_lock_is_taken_keeps_trying_and_owns_once_it_is_free(store, tmp_path):
+    base = str(tmp_path / "m.db")
+    holder = _role(store, base)
+    assert holder._lock.try_acquire()  # e.g. a maintenance command working offline
+    host = _role(store, base)
+    try:
+        await host.own()
+        assert not host.owner
+        holder._lock.release()
+
+        async def owned() -> bool:
+            return host.owner
+        await _until(owned, "the host to take the freed lock")
+    finally:
+        await host.stop()
