@@ -84,7 +84,8 @@ class SqliteKeywordIndex(Reads):
                 raise
             return [KeywordHit(mapper(r), -r["rank_score"]) for r in found]
 
-        return await self._db.read(op)
+        # Short at small scale (the counts, then the top k); past the step budget, on a reader thread.
+        return await self._db.read_short(op)
 
 
 def _plan(conn: sqlite3.Connection, fts: str, query: KeywordQuery, scoped: bool) -> KeywordPlan:
