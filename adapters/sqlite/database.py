@@ -314,18 +314,19 @@ class SqliteDatabase:
             raise translate_error(exc) from exc
         return await self.read(fn)
 
-    async def read_short(self, fn: Callable[[sqlite3.Connection], T], steps: int = SHORT_READ_STEPS) -> T:
+    async def read_short(self, fn: Callable[[sqlite3.Connection], T], steps: int = SHORT_READ_STEPS,
+                         site: object = None) -> T:
         """Run ``fn`` — a read that is usually short (a page, a keyword search of a small store) —
         on the calling thread (the event loop's) while it stays within ``steps`` SQLite VM steps,
         sparing the reader-thread hop; past that it is interrupted, its partial work dropped, and
         it runs again on a reader thread, as ``read`` runs it. ``fn`` must only read: it may run
         twice. Either way it answers the same. A read whose code mostly overflows goes to the pool
-        at once (``OverflowRates``)."""
+        at once (``OverflowRates``); ``site`` names the read when one code serves many (its SQL)."""
         if self._memory:
             return await self.write(fn)
         if self._closed:
             raise Unavailable("the database is closed")
-        site = getattr(fn, "__code__", None)
+        site = site if site is not None else getattr(fn, "__code__", None)
         if not self._overflows.inline(site):
             return await self.read(fn)
         try:

@@ -90,7 +90,7 @@ class SqliteKeywordIndex(Reads):
             return [KeywordHit(mapper(r), -r["rank_score"]) for r in found]
 
         # Short at small scale (the counts, then the top k); past the step budget, on a reader thread.
-        return await self._db.read_short(op)
+        return await self._db.read_short(op, site=(source, scoped))
 
 
 def _plan(conn: sqlite3.Connection, table: str, query: KeywordQuery, scoped: bool, memo: "CountMemo") -> KeywordPlan:

@@ -136,3 +136,18 @@ def test_a_code_that_mostly_overflows_is_probed_one_in_probe_every() -> None:
         if rates.inline(site):
             rates.record(site, False)
     assert rates.inline(site) and rates.rate(site) < 0.5
+
+
+async def test_reads_of_one_code_are_judged_by_their_own_site(db: SqliteDatabase) -> None:
+    # One helper (``Reads._all``) serves every list query: a query that always runs over must not
+    # send the short ones it shares a code with to the readers.
+    def read(sql: str, threads: list[int]):
+        return db.read_short(_answer(sql, threads), steps=1_000, site=sql)
+
+    long_threads: list[int] = []
+    for _ in range(2 * PROBE_EVERY):
+        await read(LONG, long_threads)
+    assert long_threads.count(threading.get_ident()) < PROBE_EVERY  # that one goes to the readers
+    short_threads: list[int] = []
+    assert await read("SELECT 6 * 7", short_threads) == 42
+    assert short_threads == [threading.get_ident()]  # this one still answers on the loop
