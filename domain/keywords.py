@@ -106,6 +106,14 @@ def counted(query: KeywordQuery) -> tuple[KeywordQuery, ...]:
     return (query,)
 
 
+def fits_whatever_it_matches(query: KeywordQuery, most: int) -> bool:
+    """Whether `within_budget` would keep ``query`` whole (every term, no cut to the newest) for any
+    counts, given that each query `counted` names matches at most ``most`` records — e.g. the
+    store holds no more than ``most``. Then its counts need not be taken: the plan is the query."""
+    parts = counted(query)
+    return not parts or len(parts) * most <= (query.budget or 0)
+
+
 def within_budget(query: KeywordQuery, counts: Mapping[KeywordQuery, int], scoped: bool = False) -> KeywordPlan:
     """The keyword search to run, given the match count of each query `counted` names.
 

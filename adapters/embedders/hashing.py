@@ -17,6 +17,8 @@ import re
 from collections.abc import Sequence
 from functools import lru_cache
 
+import numpy as np
+
 from adapters.embedders.common import EmbedderFacts
 from ports.embedder import EmbedderStatus
 
@@ -36,31 +38,45 @@ _STOP_WORDS = frozenset(
 
 
 def hash_vector(text: str, dimension: int) -> list[float]:
-    """The unit vector of ``text``; every text, even ``""``, gets a non-zero one."""
-    vector = [0.0] * dimension
-    for feature, weight in _features(text):
-        slot, sign = _slot(feature, dimension)
-        vector[slot] += sign * weight
-    norm = math.sqrt(sum(value * value for value in vector))
+    """The unit vector of ``text``; every text, even ``""``, gets a non-zero one.
+
+    Each word's slots and signed weights are cached (as arrays) and added in one ``np.add.at``,
+    which adds them one after another in the order given: the vector is bit for bit the one the
+    plain Python form gives (each slot sums the same terms in the same order; ``sum`` adds the
+    squares of the non-zero slots in slot order, a zero slot adding exactly nothing; each slot is
+    divided by the same norm). A test holds the plain form and compares."""
+    words = _WORD.findall(text.casefold())
+    dense = np.zeros(dimension)
+    if words:
+        parts = [_word_terms(word, dimension) for word in words]
+        np.add.at(dense, np.concatenate([slots for slots, _ in parts]), np.concatenate([v for _, v in parts]))
+    touched = dense[dense != 0.0]
+    norm = math.sqrt(sum((touched * touched).tolist()))
     if norm == 0.0:
         # Features may cancel out; fall back to a fixed direction rather than a zero vector,
         # which cosine distance cannot handle.
+        vector = [0.0] * dimension
         slot, sign = _slot("empty:", dimension)
         vector[slot] = sign
         return vector
-    return [value / norm for value in vector]
+    return (dense / norm).tolist()
 
 
-def _features(text: str) -> list[tuple[str, float]]:
-    features: list[tuple[str, float]] = []
-    for word in _WORD.findall(text.casefold()):
-        if word in _STOP_WORDS:
-            features.append(("w:" + word, _STOP_WEIGHT))
-            continue
-        features.append(("w:" + word, _WORD_WEIGHT))
-        padded = f"<{word}>"
-        features.extend(("c:" + padded[i : i + 3], _TRIGRAM_WEIGHT) for i in range(len(padded) - 2))
-    return features
+def _word_features(word: str) -> list[tuple[str, float]]:
+    """A word's features: the word (a stop word at a low weight, alone), then its character trigrams."""
+    if word in _STOP_WORDS:
+        return [("w:" + word, _STOP_WEIGHT)]
+    padded = f"<{word}>"
+    return [("w:" + word, _WORD_WEIGHT),
+            *(("c:" + padded[i : i + 3], _TRIGRAM_WEIGHT) for i in range(len(padded) - 2))]
+
+
+@lru_cache(maxsize=65_536)
+def _word_terms(word: str, dimension: int) -> tuple[np.ndarray, np.ndarray]:
+    """The slots and signed weights of a word's features, in feature order."""
+    terms = [(slot, sign * weight) for feature, weight in _word_features(word)
+             for slot, sign in [_slot(feature, dimension)]]
+    return np.array([slot for slot, _ in terms], dtype=np.intp), np.array([value for _, value in terms])
 
 
 @lru_cache(maxsize=262_144)

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
+from adapters.sqlite.short_reads import OverflowRates
 from domain.errors import DomainError, Unavailable
 
 T = TypeVar("T")
@@ -28,6 +29,12 @@ log = logging.getLogger(__name__)
 MAX_GROUP = 512
 READ_THREADS = 4
 BUSY_TIMEOUT_MS = 5000
+# A short read (``read_short``) runs on the event loop's own connection while it stays within this
+# many SQLite VM steps (about 0.2-2 ms; a session page or a keyword search of a small store takes
+# 1,500-2,500); a longer one is stopped there and run on a reader thread. The hop to a reader costs
+# 50-100 us of CPU (queue, GIL hand-over, loop wake-up), more than most short reads themselves.
+SHORT_READ_STEPS = 10_000
+_STEP_TICK = 500  # the progress handler runs every this many VM steps
 
 
 def _casefold(text: str | None) -> str | None:
@@ -65,6 +72,11 @@ def translate_error(exc: sqlite3.Error) -> DomainError:
     if "locked" in text or "busy" in text:
         return Unavailable("the database is busy; retry the request")
     return Unavailable("the database failed to complete the request")
+
+
+def _busy(exc: sqlite3.OperationalError) -> bool:
+    text = str(exc).lower()
+    return "locked" in text or "busy" in text
 
 
 def create_private(path: Path) -> None:
@@ -108,6 +120,7 @@ class SqliteDatabase:
         self._readers: list[threading.Thread] = []
         self._reader_conns: list[sqlite3.Connection] = []
         self._reader_lock = threading.Lock()
+        self._overflows = OverflowRates()  # which short reads mostly run over (they go to the pool)
         self._started = threading.Event()
         self._start_error: BaseException | None = None
         self._writer = threading.Thread(target=self._write_loop, name="sqlite-writer", daemon=True)
@@ -299,6 +312,50 @@ class SqliteDatabase:
                 raise translate_error(exc) from exc
         except sqlite3.Error as exc:
             raise translate_error(exc) from exc
+        return await self.read(fn)
+
+    async def read_short(self, fn: Callable[[sqlite3.Connection], T], steps: int = SHORT_READ_STEPS,
+                         site: object = None) -> T:
+        """Run ``fn`` — a read that is usually short (a page, a keyword search of a small store) —
+        on the calling thread (the event loop's) while it stays within ``steps`` SQLite VM steps,
+        sparing the reader-thread hop; past that it is interrupted, its partial work dropped, and
+        it runs again on a reader thread, as ``read`` runs it. ``fn`` must only read: it may run
+        twice. Either way it answers the same. A read whose code mostly overflows goes to the pool
+        at once (``OverflowRates``); ``site`` names the read when one code serves many (its SQL)."""
+        if self._memory:
+            return await self.write(fn)
+        if self._closed:
+            raise Unavailable("the database is closed")
+        site = site if site is not None else getattr(fn, "__code__", None)
+        if not self._overflows.inline(site):
+            return await self.read(fn)
+        try:
+            conn = self._connection(busy_timeout_ms=0)
+        except sqlite3.Error as exc:
+            raise translate_error(exc) from exc
+        ticks, limit = 0, max(1, steps // _STEP_TICK)
+
+        def tick() -> int:
+            nonlocal ticks
+            ticks += 1
+            return ticks >= limit  # non-zero: SQLite interrupts the statement running
+
+        conn.set_progress_handler(tick, _STEP_TICK)
+        try:
+            result = fn(conn)
+            if ticks < limit:  # fn may have swallowed an interrupt: then its answer is partial
+                self._overflows.record(site, False)
+                return result
+        except BaseException as exc:
+            if ticks < limit:
+                if isinstance(exc, sqlite3.OperationalError) and _busy(exc):
+                    return await self.read(fn)
+                if isinstance(exc, sqlite3.Error):
+                    raise translate_error(exc) from exc
+                raise
+        finally:
+            conn.set_progress_handler(None, 0)
+        self._overflows.record(site, True)
         return await self.read(fn)
 
     def _read_loop(self) -> None:

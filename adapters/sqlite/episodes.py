@@ -63,7 +63,7 @@ class SqliteEpisodes(Reads):
                 for target, (before, after) in sides.items()
             }
 
-        return await self._db.read(op)
+        return await self._db.read_short(op)
 
 
 class EpisodeTx(Writes):

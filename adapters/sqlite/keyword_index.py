@@ -7,9 +7,10 @@ import sqlite3
 from datetime import datetime
 
 from adapters.sqlite import rows
+from adapters.sqlite.database import SqliteDatabase
 from adapters.sqlite.reads import Reads
 from domain.errors import Invalid
-from domain.keywords import KeywordPlan, KeywordQuery, counted, within_budget
+from domain.keywords import KeywordPlan, KeywordQuery, counted, fits_whatever_it_matches, within_budget
 from adapters.sqlite.filters import metadata_sql
 from domain.filters import MetadataFilter
 from domain.models import KeywordHit, Owner, format_timestamp, utc_now
@@ -20,6 +21,10 @@ log = logging.getLogger("nexusai.keywords")
 
 class SqliteKeywordIndex(Reads):
     parses_query_syntax = True  # mode ``fts`` is FTS5's query language
+
+    def __init__(self, db: SqliteDatabase) -> None:
+        super().__init__(db)
+        self._memo = CountMemo()
 
     async def search(
         self, source: Source, query: KeywordQuery, limit: int, session_id: int | None = None,
@@ -71,7 +76,7 @@ class SqliteKeywordIndex(Reads):
 
         def op(conn: sqlite3.Connection) -> list[KeywordHit]:
             try:
-                plan = _plan(conn, fts, query, scoped)
+                plan = _plan(conn, table, query, scoped, self._memo)
                 params[0] = rows.fts_match(plan.query)
                 if plan.newest is not None:  # rank only the newest matches: from the oldest of those on
                     params[1] = conn.execute(
@@ -84,18 +89,47 @@ class SqliteKeywordIndex(Reads):
                 raise
             return [KeywordHit(mapper(r), -r["rank_score"]) for r in found]
 
-        return await self._db.read(op)
+        # Short at small scale (the counts, then the top k); past the step budget, on a reader thread.
+        return await self._db.read_short(op, site=(source, scoped))
 
 
-def _plan(conn: sqlite3.Connection, fts: str, query: KeywordQuery, scoped: bool) -> KeywordPlan:
-    """`within_budget` over match counts taken from the FTS index, each counted up to the budget + 1."""
-    counts = {
-        part: conn.execute(f"SELECT count(*) FROM (SELECT 1 FROM {fts} WHERE {fts} MATCH ? LIMIT ?)",
-                           (rows.fts_match(part), (part.budget or 0) + 1)).fetchone()[0]
-        for part in counted(query)
-    }
+def _plan(conn: sqlite3.Connection, table: str, query: KeywordQuery, scoped: bool, memo: "CountMemo") -> KeywordPlan:
+    """`within_budget` over match counts taken from the FTS index, each counted up to the budget + 1
+    (none when the table's highest id bounds them within it: a small store never counts)."""
+    fts = f"{table}_fts"
+    if fits_whatever_it_matches(query, conn.execute(f"SELECT ifnull(max(id), 0) FROM {table}").fetchone()[0]):
+        return KeywordPlan(query)
+    counts = memo.counts(conn, fts, counted(query))
     plan = within_budget(query, counts, scoped)
     if plan.bounded:
         log.debug("keyword search on %s over its budget of %s matches: left out %s, newest %s",
                   fts, query.budget, plan.dropped, plan.newest)
     return plan
+
+
+class CountMemo:
+    """Match counts already taken, per reader connection, kept while that connection sees the
+    database unchanged (``PRAGMA data_version`` moves when another connection commits; readers
+    never write). A search repeated, or a term seen before, is not counted again until a write."""
+
+    MAX_ENTRIES = 4096
+
+    def __init__(self) -> None:
+        self._by_connection: dict[sqlite3.Connection, tuple[tuple, dict[tuple[str, str, int], int]]] = {}
+
+    def counts(self, conn: sqlite3.Connection, fts: str, parts: tuple[KeywordQuery, ...]) -> dict[KeywordQuery, int]:
+        # data_version: others' commits; total_changes: this connection's own (the in-memory
+        # database reads on its writer)
+        version = (conn.execute("PRAGMA data_version").fetchone()[0], conn.total_changes)
+        seen, known = self._by_connection.get(conn, (None, None))
+        if seen != version or known is None or len(known) > self.MAX_ENTRIES:
+            known = {}
+            self._by_connection[conn] = (version, known)
+        counts = {}
+        for part in parts:
+            key = (fts, rows.fts_match(part), (part.budget or 0) + 1)
+            if key not in known:
+                known[key] = conn.execute(f"SELECT count(*) FROM (SELECT 1 FROM {fts} WHERE {fts} MATCH ? LIMIT ?)",
+                                          key[1:]).fetchone()[0]
+            counts[part] = known[key]
+        return counts

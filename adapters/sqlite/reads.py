@@ -28,7 +28,9 @@ class Reads:
         return await self._db.read_point(op)
 
     async def _all(self, sql, params, mapper) -> list:
-        return await self._db.read(lambda conn: [mapper(r) for r in conn.execute(sql, params).fetchall()])
+        """Rows of a bounded query: on the loop while short, else on a reader (``read_short``)."""
+        return await self._db.read_short(lambda conn: [mapper(r) for r in conn.execute(sql, params).fetchall()],
+                                         site=sql)
 
     async def _many_by_id(self, table: str, ids: Sequence[int], mapper, live: bool = False) -> list:
         """Rows by id in the order given; with ``live``, expired rows (``expires_at`` past) are left out."""
@@ -52,7 +54,7 @@ class Reads:
             ).fetchall()
             return Page([mapper(r) for r in found], total, limit, offset)
 
-        return await self._db.read(op)
+        return await self._db.read_short(op, site=(table, where))
 
 
 class Writes:

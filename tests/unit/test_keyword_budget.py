@@ -54,3 +54,30 @@ def test_equal_counts_keep_the_earlier_term() -> None:
 def test_no_budget_means_no_rule() -> None:
     query = KeywordQuery(("a", "b"), "any", budget=None)
     assert within_budget(query, {}).query is query
+
+
+def test_a_query_whose_parts_cannot_together_pass_the_budget_needs_no_count() -> None:
+    import itertools
+    import random
+
+    from domain.keywords import KeywordPlan, fits_whatever_it_matches
+
+    rng = random.Random(15)
+    queries = [KeywordQuery(terms, mode, budget=12)  # type: ignore[arg-type]
+               for mode in ("any", "all") for n in (1, 2, 3) for terms in itertools.permutations("abc", n)]
+    queries.append(KeywordQuery(("a",), "fts", raw="a OR b", budget=12))
+    for query in queries:
+        parts = counted(query)
+        for most in range(0, 14):
+            if not fits_whatever_it_matches(query, most):
+                assert len(parts) * most > 12
+                continue
+            for _ in range(30):  # whatever the counts within ``most``, the rule keeps the query whole
+                counts = {part: rng.randint(0, most) for part in parts}
+                assert within_budget(query, counts) == within_budget(query, counts, scoped=True) == KeywordPlan(query)
+    # one term: up to the budget; three terms: a third of it
+    assert fits_whatever_it_matches(KeywordQuery(("a",), "all", budget=12), 12)
+    assert not fits_whatever_it_matches(KeywordQuery(("a",), "all", budget=12), 13)
+    assert fits_whatever_it_matches(KeywordQuery(("a", "b", "c"), "any", budget=12), 4)
+    assert not fits_whatever_it_matches(KeywordQuery(("a", "b", "c"), "any", budget=12), 5)
+    assert fits_whatever_it_matches(KeywordQuery(("a", "b"), "any", budget=None), 10**9)  # no budget: nothing to count

@@ -82,7 +82,39 @@ def test_the_schema_has_the_tables_indexes_and_fts_triggers(migrated: sqlite3.Co
     assert {"episodes_fts_insert", "episodes_fts_update", "episodes_fts_delete"} <= names(migrated, "trigger")
     assert {"idx_episodes_session_created", "idx_entities_type", "idx_outbox_due"} <= names(migrated, "index")
     columns = [r[2] for r in migrated.execute("PRAGMA index_info(idx_episodes_session_created)")]
-    assert columns == ["session_id", "created_at", "id"]
+    assert columns == ["session_id", "created_at", "id", "expires_at"]
+
+
+def test_a_sessions_live_episodes_are_counted_and_paged_from_the_session_index(migrated: sqlite3.Connection) -> None:
+    # The session page's count tests expires_at: with it in the index the count never reads a row.
+    live = "session_id = ? AND (expires_at IS NULL OR expires_at > ?)"
+    count = " ".join(r[3] for r in migrated.execute(f"EXPLAIN QUERY PLAN SELECT count(*) FROM episodes WHERE {live}",
+                                                    (1, NOW)))
+    assert "COVERING INDEX idx_episodes_session_created" in count
+    page = " ".join(r[3] for r in migrated.execute(
+        f"EXPLAIN QUERY PLAN SELECT * FROM episodes WHERE {live} ORDER BY created_at, id LIMIT 20", (1, NOW)))
+    assert "idx_episodes_session_created" in page and "TEMP B-TREE" not in page
+
+
+def test_the_session_index_migration_keeps_every_episode_and_its_order(conn: sqlite3.Connection) -> None:
+    conn.execute("BEGIN")
+    for version in range(SCHEMA_VERSION - 1):
+        for statement in MIGRATIONS[version]:
+            statement(conn) if callable(statement) else conn.execute(statement)
+    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION - 1}")
+    session = a_session(conn)
+    for n, expires in enumerate([None, "2025-01-01T00:00:00.000Z", "2030-01-01T00:00:00.000Z"]):
+        conn.execute("INSERT INTO episodes(session_id, user_message, ai_response, created_at, expires_at)"
+                     " VALUES (?, ?, 'a', ?, ?)", (session, f"u{n}", f"2025-0{n + 1}-01T00:00:00.000Z", expires))
+    conn.execute("COMMIT")
+    conn.execute("BEGIN")
+    assert migrate(conn) == SCHEMA_VERSION - 1
+    conn.execute("COMMIT")
+    live = "session_id = ? AND (expires_at IS NULL OR expires_at > ?)"
+    assert conn.execute(f"SELECT count(*) FROM episodes WHERE {live}", (session, NOW)).fetchone()[0] == 2
+    assert [r[0] for r in conn.execute(f"SELECT user_message FROM episodes WHERE {live} ORDER BY created_at, id",
+                                       (session, NOW))] == ["u0", "u2"]
+    assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
 
 
 @pytest.mark.parametrize(("table", "parent", "column"), [
