@@ -22,7 +22,7 @@ import qdrant_edge as qe  # noqa: E402
 from adapters.embedders.hashing import hash_vector  # noqa: E402
 from adapters.sqlite import rows  # noqa: E402
 from adapters.sqlite.database import _configure  # noqa: E402  (the service's exact PRAGMAs)
-from adapters.sqlite.keyword_index import _plan  # noqa: E402  (the service's keyword budget)
+from adapters.sqlite.keyword_index import CountMemo, _plan  # noqa: E402  (the service's keyword budget)
 from domain.keywords import plain_query, recall_query  # noqa: E402
 from domain.models import utc_now  # noqa: E402
 
@@ -118,10 +118,12 @@ def raw_reads(db_path: Path, max_id: int, sessions: int, queries: list[str], sec
     # both legs' candidates (up to 100 ids) is fetched by id.
     recall = [recall_query(q) for q in queries]
 
+    memo = CountMemo()  # as the service's readers keep theirs
+
     def within_budget(query, unbounded: bool = False) -> tuple[str, int]:
         if unbounded:
             return rows.fts_match(query), -(1 << 63)
-        plan = _plan(conn, "episodes_fts", query, scoped=False)
+        plan = _plan(conn, "episodes", query, scoped=False, memo=memo)
         match = rows.fts_match(plan.query)
         if plan.newest is None:
             return match, -(1 << 63)
