@@ -6,7 +6,10 @@ the GIL while it builds a graph (8 s for 20k x 384 on 2 cores), so the service n
 own process: it streams its stored embeddings here and opens the finished shard.
 
 The process cannot outlive the service: it asks the kernel for SIGKILL when its parent dies
-(``PR_SET_PDEATHSIG``) and exits at once if the parent is already gone. Stdin carries frames of
+(``PR_SET_PDEATHSIG``) and exits at once if the parent is already gone. It runs at a lower CPU
+priority (``BUILD_NICENESS``): the live generation keeps serving while it builds, so a build only
+needs the cores the requests leave idle; a busy service then answers at full speed and the build
+finishes when the load lets it (on an idle machine it runs as fast as before). Stdin carries frames of
 ``<u32 header length><u32 vector bytes><JSON {"ids": [...], "payloads": [...]}><float16 vectors>``.
 """
 
@@ -27,6 +30,7 @@ from domain.vectors import AGENT_ID_FIELD, CREATED_AT_FIELD, SESSION_ID_FIELD, U
 MODULE = "adapters.qdrant.edge_build"
 FRAME = struct.Struct("<II")
 _PR_SET_PDEATHSIG = 1
+BUILD_NICENESS = 10  # added to the service's own: ~10 % of a core the requests want, all of an idle one
 
 
 def edge_config(dimension: int, m: int, ef_construct: int) -> qe.EdgeConfig:
@@ -103,6 +107,7 @@ def main(argv: list[str]) -> int:
     parent, path, dimension, m, ef = int(argv[1]), argv[2], int(argv[3]), int(argv[4]), int(argv[5])
     if not die_with_parent(parent):
         return 3
+    os.nice(BUILD_NICENESS)
     build(path, dimension, m, ef, sys.stdin.buffer)
     return 0
 

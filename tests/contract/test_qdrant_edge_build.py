@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from adapters.qdrant.edge import QdrantEdgeIndex
-from adapters.qdrant.edge_build import MODULE
+from adapters.qdrant.edge_build import BUILD_NICENESS, MODULE
 from domain.errors import VectorIndexError
 from domain.vectors import PointBatch, VectorPoint, encode_vector, normalized
 
@@ -70,6 +70,11 @@ async def test_a_build_runs_in_a_child_process_and_yields_an_indexed_shard(tmp_p
             await asyncio.sleep(0.01)
         child = index._builds.children["episodes-g2"]
         assert MODULE in cmdline(child.pid)
+        # Background work: the build yields the cores to the requests of the service that spawned it.
+        deadline = time.monotonic() + 30
+        while os.getpriority(os.PRIO_PROCESS, child.pid) == os.getpriority(os.PRIO_PROCESS, 0) and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+        assert os.getpriority(os.PRIO_PROCESS, child.pid) == min(19, os.getpriority(os.PRIO_PROCESS, 0) + BUILD_NICENESS)
         pause.set()
         await build
         assert await index.count("episodes-g2") == 300
