@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from adapters.sqlite.short_reads import OverflowRates
+from adapters.sqlite.writer_turn import NoTurn, WriterTurn
 from domain.errors import DomainError, Unavailable
 
 T = TypeVar("T")
@@ -123,6 +124,8 @@ class SqliteDatabase:
         self._overflows = OverflowRates()  # which short reads mostly run over (they go to the pool)
         self._started = threading.Event()
         self._start_error: BaseException | None = None
+        # Writers in other processes (workers, the index host) take turns with this one.
+        self._turn = NoTurn() if self._memory else WriterTurn(path, BUSY_TIMEOUT_MS / 1000)
         self._writer = threading.Thread(target=self._write_loop, name="sqlite-writer", daemon=True)
         self._writer.start()
         self._started.wait()
@@ -198,7 +201,8 @@ class SqliteDatabase:
                     break
                 batch.append(nxt)
             try:
-                self._run_group(conn, batch)
+                with self._turn:
+                    self._run_group(conn, batch)
             except BaseException as exc:  # the writer thread must outlive any single failure
                 log.exception("writer group failed")
                 for _fn, future, loop in batch:
@@ -385,6 +389,7 @@ class SqliteDatabase:
             self._closed = True
             self._queue.put(_STOP)
         self._writer.join()
+        self._turn.close()
         for _ in self._readers:
             self._read_queue.put(_STOP)
         for reader in self._readers:

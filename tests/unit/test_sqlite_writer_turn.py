@@ -1,0 +1,114 @@
+"""Writers of one SQLite file in several processes take turns by a file lock (``WriterTurn``): held
+for exactly a group-commit transaction, released after it, never waited on past the busy timeout."""
+
+from __future__ import annotations
+
+import fcntl
+import multiprocessing
+import os
+import sqlite3
+import threading
+
+import pytest
+
+from adapters.sqlite.database import SqliteDatabase
+from adapters.sqlite.writer_turn import WriterTurn
+
+
+def _turn_free(path: str) -> bool:
+    fd = os.open(f"{path}.writer", os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    finally:
+        os.close(fd)  # closing the descriptor drops a lock taken through it
+    return True
+
+
+async def test_a_write_holds_the_turn_for_its_transaction_and_releases_it_after_commit(tmp_path):
+    path = str(tmp_path / "m.db")
+    db = SqliteDatabase(path)
+    inside, go_on = threading.Event(), threading.Event()
+    seen: dict[str, bool] = {}
+
+    def create(conn: sqlite3.Connection) -> None:
+        conn.execute("CREATE TABLE t (x INTEGER)")
+
+    def slow_write(conn: sqlite3.Connection) -> int:
+        conn.execute("INSERT INTO t VALUES (1)")
+        inside.set()
+        go_on.wait(30)
+        return 1
+
+    try:
+        await db.write(create)
+        assert _turn_free(path)
+        watcher = threading.Thread(target=lambda: (inside.wait(30), seen.update(during=_turn_free(path)), go_on.set()))
+        watcher.start()
+        assert await db.write(slow_write) == 1
+        watcher.join(30)
+        assert seen == {"during": False}  # another process could not write meanwhile
+        assert _turn_free(path)  # and can at once after the commit
+        assert oct(os.stat(f"{path}.writer").st_mode & 0o777) == oct(0o600 & ~_umask())
+    finally:
+        db.close()
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def test_a_turn_held_past_the_timeout_does_not_hang_the_writer(tmp_path):
+    path = str(tmp_path / "m.db")
+    sqlite3.connect(path).close()
+    holder = os.open(f"{path}.writer", os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(holder, fcntl.LOCK_EX)  # a stuck holder (it never releases)
+    turn = WriterTurn(path, timeout=0.05)
+    try:
+        with turn:  # returns after the timeout without the turn: SQLite's own lock decides
+            conn = sqlite3.connect(path)
+            conn.execute("CREATE TABLE t (x INTEGER)")
+            conn.close()
+        assert not _turn_free(path)  # the holder still has it; the writer did not take or drop it
+    finally:
+        turn.close()
+        os.close(holder)
+    assert _turn_free(path)
+
+
+def _write_many(path: str, tag: int, count: int) -> None:
+    import asyncio
+
+    async def run() -> None:
+        db = SqliteDatabase(path)
+        try:
+            for n in range(count):
+                await db.write(lambda conn, n=n: conn.execute("INSERT INTO t VALUES (?, ?)", (tag, n)))
+        finally:
+            db.close()
+
+    asyncio.run(run())
+
+
+@pytest.mark.parametrize("processes", [3])
+def test_writers_in_several_processes_all_commit_in_turn(tmp_path, processes):
+    path = str(tmp_path / "m.db")
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("CREATE TABLE t (tag INTEGER, n INTEGER)")
+    conn.close()
+    context = multiprocessing.get_context("spawn")
+    workers = [context.Process(target=_write_many, args=(path, tag, 200)) for tag in range(processes)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(120)
+        assert worker.exitcode == 0
+    conn = sqlite3.connect(path)
+    counts = dict(conn.execute("SELECT tag, count(DISTINCT n) FROM t GROUP BY tag").fetchall())
+    conn.close()
+    assert counts == {tag: 200 for tag in range(processes)}
+    assert _turn_free(path)
