@@ -124,7 +124,6 @@ class SqliteDatabase:
         self._overflows = OverflowRates()  # which short reads mostly run over (they go to the pool)
         self._started = threading.Event()
         self._start_error: BaseException | None = None
-        # Writers in other processes (workers, the index host) take turns with this one.
         self._turn = NoTurn() if self._memory else WriterTurn(path, BUSY_TIMEOUT_MS / 1000)
         self._writer = threading.Thread(target=self._write_loop, name="sqlite-writer", daemon=True)
         self._writer.start()
@@ -295,10 +294,13 @@ class SqliteDatabase:
             if self._closed:
                 raise Unavailable("the database is closed")
             self._read_queue.put((fn, future, loop))
+        self._overflows.pooled += 1
         try:
             return await future
         except sqlite3.Error as exc:
             raise translate_error(exc) from exc
+        finally:
+            self._overflows.pooled -= 1
 
     async def read_point(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         """Run ``fn`` — a lookup of a few rows by primary key or unique index, nothing longer —
@@ -320,12 +322,10 @@ class SqliteDatabase:
 
     async def read_short(self, fn: Callable[[sqlite3.Connection], T], steps: int = SHORT_READ_STEPS,
                          site: object = None) -> T:
-        """Run ``fn`` — a read that is usually short (a page, a keyword search of a small store) —
-        on the calling thread (the event loop's) while it stays within ``steps`` SQLite VM steps,
-        sparing the reader-thread hop; past that it is interrupted, its partial work dropped, and
-        it runs again on a reader thread, as ``read`` runs it. ``fn`` must only read: it may run
-        twice. Either way it answers the same. A read whose code mostly overflows goes to the pool
-        at once (``OverflowRates``); ``site`` names the read when one code serves many (its SQL)."""
+        """Run ``fn`` — a usually short read — on the event loop's thread within ``steps`` SQLite VM
+        steps, sparing the reader-thread hop; past that it is interrupted and run again on a reader
+        thread, as ``read`` runs it (``fn`` must only read). ``OverflowRates`` sends it to the pool
+        at once while other reads are there or when its code mostly overflows (``site``: its SQL)."""
         if self._memory:
             return await self.write(fn)
         if self._closed:

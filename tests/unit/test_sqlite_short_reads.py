@@ -151,3 +151,27 @@ async def test_reads_of_one_code_are_judged_by_their_own_site(db: SqliteDatabase
     short_threads: list[int] = []
     assert await read("SELECT 6 * 7", short_threads) == 42
     assert short_threads == [threading.get_ident()]  # this one still answers on the loop
+
+
+async def test_while_other_reads_are_on_the_readers_a_short_read_joins_them_and_leaves_the_loop_free(
+        db: SqliteDatabase) -> None:
+    import asyncio
+
+    started, release = threading.Event(), threading.Event()
+
+    def held(conn: sqlite3.Connection) -> int:
+        started.set()
+        release.wait(30)
+        return 1
+
+    pending = asyncio.ensure_future(db.read(held))
+    while not started.is_set():
+        await asyncio.sleep(0.01)
+    threads: list[int] = []
+    assert await db.read_short(_answer("SELECT 6 * 7", threads)) == 42
+    assert threads and threads != [threading.get_ident()]  # answered by a reader, not on the loop
+    release.set()
+    assert await pending == 1
+    threads.clear()
+    assert await db.read_short(_answer("SELECT 6 * 7", threads)) == 42
+    assert threads == [threading.get_ident()]  # alone again: on the loop
