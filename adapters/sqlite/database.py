@@ -129,6 +129,7 @@ class SqliteDatabase:
         self._writer.start()
         self._started.wait()
         if self._start_error is not None:
+            self._turn.close()
             raise self._start_error
         if not self._memory:  # in-memory databases read on the writer
             self._readers = [threading.Thread(target=self._read_loop, name=f"sqlite-read_{n}", daemon=True)
@@ -303,10 +304,9 @@ class SqliteDatabase:
             self._overflows.pooled -= 1
 
     async def read_point(self, fn: Callable[[sqlite3.Connection], T]) -> T:
-        """Run ``fn`` — a lookup of a few rows by primary key or unique index, nothing longer —
-        on the calling thread (the event loop's), sparing the thread-pool hop that costs more
-        than such a read. In WAL mode a reader takes no lock a writer holds; this connection
-        does not wait for one either (busy_timeout 0): a busy database sends the read to the pool."""
+        """Run ``fn`` — a lookup of a few rows by key, nothing longer — on the event loop's thread,
+        sparing the pool hop that costs more than such a read (WAL: no writer's lock is waited for;
+        busy_timeout 0: a busy database sends the read to the pool)."""
         if self._memory:
             return await self.write(fn)
         if self._closed:
@@ -337,7 +337,7 @@ class SqliteDatabase:
             conn = self._connection(busy_timeout_ms=0)
         except sqlite3.Error as exc:
             raise translate_error(exc) from exc
-        ticks, limit = 0, max(1, steps // _STEP_TICK)
+        ticks, limit, busy = 0, max(1, steps // _STEP_TICK), False
 
         def tick() -> int:
             nonlocal ticks
@@ -351,15 +351,15 @@ class SqliteDatabase:
                 self._overflows.record(site, False)
                 return result
         except BaseException as exc:
-            if ticks < limit:
-                if isinstance(exc, sqlite3.OperationalError) and _busy(exc):
-                    return await self.read(fn)
+            busy = ticks < limit and isinstance(exc, sqlite3.OperationalError) and _busy(exc)  # pool, below
+            if ticks < limit and not busy:
                 if isinstance(exc, sqlite3.Error):
                     raise translate_error(exc) from exc
                 raise
         finally:
             conn.set_progress_handler(None, 0)
-        self._overflows.record(site, True)
+        if not busy:
+            self._overflows.record(site, True)
         return await self.read(fn)
 
     def _read_loop(self) -> None:

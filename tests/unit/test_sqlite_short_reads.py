@@ -175,3 +175,31 @@ async def test_while_other_reads_are_on_the_readers_a_short_read_joins_them_and_
     threads.clear()
     assert await db.read_short(_answer("SELECT 6 * 7", threads)) == 42
     assert threads == [threading.get_ident()]  # alone again: on the loop
+
+
+async def test_a_busy_short_read_waits_on_the_pool_without_its_step_budget_left_on_the_loop_connection(
+        db: SqliteDatabase) -> None:
+    """The loop's connection also serves ``read_point``: a budget left on it while the busy read
+    waits would interrupt every point read meanwhile (they answered 503)."""
+    import asyncio
+
+    await db.write(lambda c: c.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, v)"))
+    await db.write(lambda c: c.executemany("INSERT INTO t (v) VALUES (?)", [(i,) for i in range(2000)]))
+    calls, release = [], threading.Event()
+
+    def busy_once(conn: sqlite3.Connection) -> int:
+        calls.append(threading.get_ident())
+        if len(calls) == 1:
+            raise sqlite3.OperationalError("database is locked")
+        release.wait(30)  # the pooled retry stays in flight while the point reads run
+        return 1
+
+    pending = asyncio.ensure_future(db.read_short(busy_once))
+    while len(calls) < 2:
+        await asyncio.sleep(0.01)
+    counts = [await db.read_point(lambda c: c.execute("SELECT count(*) FROM t WHERE v >= 0").fetchone()[0])
+              for _ in range(50)]
+    release.set()
+    assert await pending == 1
+    assert counts == [2000] * 50
+    assert calls[0] == threading.get_ident() and calls[1] != calls[0]  # tried on the loop, then on a reader
