@@ -75,14 +75,15 @@ class SqliteKeywordIndex(Reads):
             params.extend((now, limit))
 
         def op(conn: sqlite3.Connection) -> list[KeywordHit]:
+            values = list(params)  # each run plans afresh (a short read interrupted runs again)
             try:
                 plan = _plan(conn, table, query, scoped, self._memo)
-                params[0] = rows.fts_match(plan.query)
+                values[0] = rows.fts_match(plan.query)
                 if plan.newest is not None:  # rank only the newest matches: from the oldest of those on
-                    params[1] = conn.execute(
+                    values[1] = conn.execute(
                         f"SELECT min(rowid) FROM (SELECT rowid FROM {fts} WHERE {fts} MATCH ? ORDER BY rowid DESC LIMIT ?)",
-                        (params[0], plan.newest)).fetchone()[0]
-                found = conn.execute(sql, params).fetchall()
+                        (values[0], plan.newest)).fetchone()[0]
+                found = conn.execute(sql, values).fetchall()
             except sqlite3.OperationalError as exc:
                 if query.mode == "fts":
                     raise Invalid(f"invalid FTS5 query: {exc}", field="q") from None

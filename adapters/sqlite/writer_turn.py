@@ -15,8 +15,11 @@ lock still orders everyone.
 from __future__ import annotations
 
 import fcntl
+import logging
 import os
 import time
+
+log = logging.getLogger(__name__)
 
 POLL_FIRST = 0.0002  # seconds between tries, doubling up to POLL_MAX
 POLL_MAX = 0.002
@@ -26,19 +29,28 @@ class WriterTurn:
     def __init__(self, database_path: str, timeout: float) -> None:
         self.path = f"{database_path}.writer"
         self._timeout = timeout
-        self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         self._held = False
+        self._unsupported = False
+        try:
+            self._fd: int | None = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        except OSError as exc:  # SQLite itself decides whether this database can be written
+            log.warning("writers take no turns on %s (%s); SQLite's own lock orders them", self.path, exc)
+            self._fd, self._unsupported = None, True
 
     def _try(self) -> bool:
         try:
             fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             return False
+        except OSError as exc:  # a file system without flock (ENOLCK, EOPNOTSUPP): SQLite's lock alone
+            log.warning("writers take no turns on %s (%s); SQLite's own lock orders them", self.path, exc)
+            self._unsupported = True
+            return True
         self._held = True
         return True
 
     def __enter__(self) -> WriterTurn:
-        if self._try():
+        if self._unsupported or self._try():
             return self
         deadline, delay = time.monotonic() + self._timeout, POLL_FIRST
         while time.monotonic() < deadline:
@@ -54,7 +66,9 @@ class WriterTurn:
             fcntl.flock(self._fd, fcntl.LOCK_UN)
 
     def close(self) -> None:
-        os.close(self._fd)
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
 
 
 class NoTurn:
