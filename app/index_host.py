@@ -162,22 +162,28 @@ class IndexHost:
             backoff = min(backoff * 2, self._backoff_max)
 
     def stop(self, timeout: float = STOP_SECONDS) -> int | None:
-        """SIGTERM the host and wait for it (SIGKILL after ``timeout``); its exit code."""
+        """SIGTERM the host and wait for it (SIGKILL after ``timeout``); its exit code. Only the
+        supervising thread reaps the host (``join``): this waits on the process's sentinel, so two
+        threads never race for the same child's exit status."""
+        from multiprocessing.connection import wait
+
         with self._lock:
             self._stopping.set()
             process = self._process
-        code = None
-        if process is not None and process.exitcode is None:  # not one that died and awaits its restart
-            if process.is_alive():
+        live = process is not None and process.exitcode is None  # not one that died and awaits its restart
+        if live:
+            with contextlib.suppress(OSError):
                 process.terminate()
-            process.join(timeout)
-            if process.is_alive():
+            if not wait([process.sentinel], timeout):
                 log.warning("the index host (pid %d) did not stop within %gs; killing it", process.pid, timeout)
-                process.kill()
-                process.join(5)
-            code = process.exitcode
-            if code != 0:
-                log.warning("the index host (pid %d) stopped with exit code %s", process.pid, code)
+                with contextlib.suppress(OSError):
+                    process.kill()
+                wait([process.sentinel], 5)
         if self._thread is not None:
             self._thread.join(5)
+        if not live:
+            return None
+        code = process.exitcode
+        if code not in (0, None):
+            log.warning("the index host (pid %d) stopped with exit code %s", process.pid, code)
         return code
