@@ -94,11 +94,12 @@ def serve(
         settings = settings.with_overrides(host=host or settings.host, port=settings.port if port is None else port)
     configure_logging(settings)
     with contextlib.ExitStack() as stack:
-        if hosted(settings):
+        index_host = IndexHost if hosted(settings) else None
+        if index_host is not None:
             # Before prometheus-client is imported here (by app.main): the index host and every
             # HTTP process count into one directory, so a scrape sums them.
             stack.enter_context(shared_metrics_dir())
-        _serve(settings, stack, IndexHost if hosted(settings) else None)
+        _serve(settings, stack, index_host)
 
 
 def _serve(settings: Settings, stack: contextlib.ExitStack, index_host) -> None:

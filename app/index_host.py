@@ -103,21 +103,13 @@ async def _own_until_stopped(settings: Settings) -> None:
 class IndexHost:
     """Starts the host process, restarts it when it dies, stops it on ``stop``."""
 
-    def __init__(self, settings: Settings, *, backoff_first: float = BACKOFF_FIRST,
-                 backoff_max: float = BACKOFF_MAX) -> None:
+    def __init__(self, settings: Settings) -> None:
         self._settings = settings
-        self._backoff_first, self._backoff_max = backoff_first, backoff_max
         self._context = multiprocessing.get_context("spawn")
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._process: Any = None
         self._thread: threading.Thread | None = None
-        self.starts = 0
-
-    @property
-    def pid(self) -> int | None:
-        process = self._process
-        return None if process is None else process.pid
 
     def start(self) -> IndexHost:
         # The thread that spawns the host must live as long as the host: the parent-death signal
@@ -134,11 +126,10 @@ class IndexHost:
                                             name="memory-index", daemon=False)
             process.start()
             self._process = process
-            self.starts += 1
             return process
 
     def _supervise(self) -> None:
-        backoff = self._backoff_first
+        backoff = BACKOFF_FIRST
         while not self._stopping.is_set():
             started = time.monotonic()
             try:
@@ -156,10 +147,10 @@ class IndexHost:
                 log.warning("the index host (pid %d) exited with code %s; searches answer from keywords until "
                             "another starts (in %.1fs)", process.pid, process.exitcode, backoff)
             if time.monotonic() - started >= STEADY_SECONDS:
-                backoff = self._backoff_first
+                backoff = BACKOFF_FIRST
             if self._stopping.wait(backoff):
                 return
-            backoff = min(backoff * 2, self._backoff_max)
+            backoff = min(backoff * 2, BACKOFF_MAX)
 
     def stop(self, timeout: float = STOP_SECONDS) -> int | None:
         """SIGTERM the host and wait for it (SIGKILL after ``timeout``); its exit code. Only the
