@@ -31,6 +31,7 @@ import threading
 import time
 from typing import Any
 
+from app import heap
 from app.config import Settings
 
 log = logging.getLogger("nexusai.index")
@@ -89,6 +90,7 @@ async def _own_until_stopped(settings: Settings) -> None:
         role = attach_index_role(container, settings)
         container.metrics()  # the embed counters count into the shared metrics files
         await role.own()
+        heap.settle()  # start-up's objects out of every later collection (app.heap)
         await stopping.wait()
     finally:
         if role is not None:

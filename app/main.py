@@ -14,6 +14,7 @@ from litestar.datastructures import State
 from app.config import ConfigError, Settings
 from app.container import Container, build_container, shutdown
 from app.docs import DOCS_PATHS, docs_asset, open_operations, openapi_config
+from app import heap
 from app.errors import EXCEPTION_HANDLERS
 from app.head_requests import HeadAsGet
 from app.health import HEALTH_ROUTES
@@ -75,13 +76,15 @@ def check_configuration(container: Container) -> None:
 
 
 def create_app(settings: Settings, container: Container | None = None, *, workers: int = 1,
-               index_host: bool = False) -> Litestar:
+               index_host: bool = False, serving: bool = False) -> Litestar:
     """Build the app for ``settings``: a fresh container (or the one given, for tests), every
     route, the error table, and a lifespan that opens the stores, ensures the vector collections,
     and runs the embedding worker until shutdown. With ``index_host`` (``serve`` on a SQLite file)
     the vector index and the embedding worker live in the index host process (``app.index_host``)
     and this process follows it; otherwise, with ``workers`` > 1, they belong to the worker that
-    wins the owner election (``app.index_role``), and with one, to this process."""
+    wins the owner election (``app.index_role``), and with one, to this process. ``serving``: the
+    app is this process's one app for its lifetime (``serve``), so once started its heap is
+    settled for the garbage collector (``app.heap``); tests leave it alone."""
     container = container or build_container(settings)
     check_configuration(container)
     # Before anything builds a service: they must get this worker's view of the index.
@@ -113,6 +116,8 @@ def create_app(settings: Settings, container: Container | None = None, *, worker
             await container.health_running()
             await container.expiry_running()  # purges expired records every EXPIRY_SWEEP_SECONDS
             async with mcp_sessions.run():
+                if serving:
+                    heap.settle()
                 yield
         finally:
             event_feed.close()  # long-polls still waiting answer now

@@ -101,7 +101,7 @@ class WorkerApp:
             from app.index_host import hosted
 
             # ``serve`` runs the vector index in its own process: every worker follows it.
-            return create_app(settings, workers=self.workers, index_host=hosted(settings))
+            return create_app(settings, workers=self.workers, index_host=hosted(settings), serving=True)
         except Exception:  # the parent checked the configuration: this is the environment
             log.exception("worker %d could not build the app", os.getpid())
             sys.exit(STARTUP_FAILURE)

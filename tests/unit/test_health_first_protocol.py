@@ -1,0 +1,131 @@
+"""``HealthFirstProtocol``: a probe is answered in the read callback that parsed it, before the
+event loop runs anything queued ahead of it; every other request (and a probe that must wait)
+runs as a task, as uvicorn runs it. Real sockets, a real loop, the real app."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+
+import pytest
+import uvicorn
+from uvicorn.server import ServerState
+
+from app.health_gate import HealthFirstProtocol, _Continued
+from app.main import create_app
+
+
+@pytest.fixture
+async def wire(make_settings):
+    """(protocol, client socket): the protocol on the server end of a real socket pair."""
+    app = create_app(make_settings())
+    config = uvicorn.Config(app, http=HealthFirstProtocol, lifespan="off", log_config=None)
+    config.load()
+    state = ServerState()
+    client, server = socket.socketpair()
+    client.setblocking(False)
+    loop = asyncio.get_running_loop()
+    transport, protocol = await loop.connect_accepted_socket(
+        lambda: HealthFirstProtocol(config, state, {}, _loop=loop), sock=server)
+    transport.pause_reading()  # the test hands the protocol its bytes itself
+    yield protocol, client, state
+    for task in list(state.tasks):
+        task.cancel()
+    await asyncio.gather(*state.tasks, return_exceptions=True)
+    transport.close()
+    client.close()
+
+
+def _received(client: socket.socket) -> bytes:
+    try:
+        return client.recv(65536)
+    except BlockingIOError:
+        return b""
+
+
+async def _answer(client: socket.socket) -> bytes:
+    for _ in range(500):
+        if data := _received(client):
+            return data
+        await asyncio.sleep(0.01)
+    raise AssertionError("no answer")
+
+
+@pytest.mark.parametrize("path", ["/health", "/health/live", "/health/ready"])
+async def test_a_probe_is_answered_before_the_read_callback_returns(wire, path):
+    protocol, client, state = wire
+    protocol.data_received(f"GET {path} HTTP/1.1\r\nHost: memory\r\nX-Request-Id: probe-1\r\n\r\n".encode())
+    answer = _received(client)  # no loop step in between: nothing queued could have run
+    assert answer.startswith(b"HTTP/1.1 200 ") or (path == "/health/ready" and answer.startswith(b"HTTP/1.1 503 "))
+    assert b"x-request-id: probe-1" in answer.lower()
+    assert not state.tasks
+    # the connection stays usable: a second probe on it is answered the same way
+    protocol.data_received(b"GET /health/live HTTP/1.1\r\nHost: memory\r\n\r\n")
+    assert _received(client).startswith(b"HTTP/1.1 200 ")
+
+
+async def test_any_other_request_runs_as_a_task_after_the_callback(wire):
+    protocol, client, state = wire
+    protocol.data_received(b"GET /nowhere HTTP/1.1\r\nHost: memory\r\n\r\n")
+    assert _received(client) == b""
+    assert len(state.tasks) == 1
+    assert (await _answer(client)).startswith(b"HTTP/1.1 404 ")
+
+
+async def test_a_probe_the_gate_passes_on_runs_as_a_task(wire):
+    protocol, client, state = wire
+    # An Origin header (CORS) sends even a probe through the whole app
+    protocol.data_received(b"GET /health/live HTTP/1.1\r\nHost: memory\r\nOrigin: http://elsewhere\r\n\r\n")
+    assert _received(client) == b""
+    assert len(state.tasks) == 1
+    assert (await _answer(client)).startswith(b"HTTP/1.1 ")
+
+
+async def test_a_probe_waits_as_a_task_while_the_transport_cannot_take_writes(wire):
+    protocol, client, state = wire
+    protocol.pause_writing()
+    protocol.data_received(b"GET /health/live HTTP/1.1\r\nHost: memory\r\n\r\n")
+    assert _received(client) == b""
+    assert len(state.tasks) == 1
+    protocol.resume_writing()
+    assert (await _answer(client)).startswith(b"HTTP/1.1 200 ")
+
+
+async def test_a_coroutine_started_by_hand_is_finished_by_its_continuation():
+    loop = asyncio.get_running_loop()
+    first, second = loop.create_future(), loop.create_future()
+
+    async def two_waits() -> str:
+        return await first + await second
+
+    coro = two_waits()
+    waiting_on = coro.send(None)
+    assert waiting_on is first
+    task = loop.create_task(_Continued(coro, waiting_on).wait())
+    await asyncio.sleep(0)
+    first.set_result("a")
+    await asyncio.sleep(0)
+    assert not task.done()
+    second.set_result("b")
+    assert await task == "ab"
+
+
+async def test_cancelling_the_continuation_cancels_the_coroutine_where_it_waits():
+    loop = asyncio.get_running_loop()
+    never = loop.create_future()
+    seen: list[str] = []
+
+    async def waits_forever() -> None:
+        try:
+            await never
+        except asyncio.CancelledError:
+            seen.append("cancelled")
+            raise
+
+    coro = waits_forever()
+    task = loop.create_task(_Continued(coro, coro.send(None)).wait())
+    await asyncio.sleep(0)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert seen == ["cancelled"]

@@ -1,0 +1,61 @@
+"""``app.heap``: a serving process freezes what start-up built and spaces out young collections;
+an app built for a test leaves the collector alone. Each case runs in a process of its own (a
+frozen heap cannot be thawed back into the generations it came from)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from app.heap import YOUNG_THRESHOLD
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _run(script: str) -> dict:
+    done = subprocess.run([sys.executable, "-c", textwrap.dedent(script)], cwd=ROOT, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_settle_freezes_what_start_up_built_and_raises_the_young_threshold():
+    seen = _run("""
+        import gc, json
+        from app import heap
+        before = gc.get_freeze_count(), gc.get_threshold()
+        heap.settle()
+        print(json.dumps({"before": before, "frozen": gc.get_freeze_count(), "threshold": gc.get_threshold()}))
+    """)
+    assert seen["before"] == [0, [700, 10, 10]]
+    assert seen["frozen"] > 1_000  # every module, type and object the interpreter made so far
+    assert seen["threshold"] == [YOUNG_THRESHOLD, 10, 10]
+
+
+def _app_started(tmp_path: Path, serving: bool) -> dict:
+    return _run(f"""
+        import gc, json
+        from litestar.testing import TestClient
+        from app.config import Settings
+        from app.main import create_app
+        settings = Settings(sqlite_path={str(tmp_path / "memory.db")!r}, vector_index="memory", embedder="fake",
+                            embedding_dim=16, port=0)
+        with TestClient(create_app(settings, serving={serving})) as client:
+            status = client.get("/health/live").status_code
+            print(json.dumps({{"status": status, "frozen": gc.get_freeze_count(), "young": gc.get_threshold()[0]}}))
+    """)
+
+
+def test_the_serving_app_settles_its_heap_once_started(tmp_path):
+    seen = _app_started(tmp_path, serving=True)
+    assert seen["status"] == 200
+    assert seen["frozen"] > 10_000
+    assert seen["young"] == YOUNG_THRESHOLD
+
+
+def test_an_app_built_for_a_test_leaves_the_collector_alone(tmp_path):
+    seen = _app_started(tmp_path, serving=False)
+    assert seen == {"status": 200, "frozen": 0, "young": 700}
