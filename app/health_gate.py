@@ -123,18 +123,26 @@ class HealthFirstProtocol(HttpToolsProtocol):
     while the request is parsed: their ASGI call runs at once, in a context of its own as a task's
     would, and finishes there (``HealthGate`` awaits nothing but ``send``, which writes straight to
     the socket). Should it wait after all — a paused transport — the rest runs as a task
-    (``_Continued``); every other request is started as a task, as uvicorn does."""
+    (``_Continued``); every other request is started as a task, as uvicorn does, and so is a
+    pipelined request that the answer to a probe starts."""
+
+    _answering = False  # a probe's answer is being written: a request it starts runs as a task
 
     def _start_asgi_task(self, cycle: RequestResponseCycle, app: Any) -> None:
-        if self.flow.write_paused or answered_here(cycle.scope) is None:
+        # Not while answering one: a probe's last ``send`` starts the next pipelined request, and
+        # probes answered inside one another would nest one level deeper per probe.
+        if self._answering or self.flow.write_paused or answered_here(cycle.scope) is None:
             super()._start_asgi_task(cycle, app)
             return
         context = contextvars.copy_context()
         coro = cycle.run_asgi(app)
+        self._answering = True
         try:
             waiting_on = context.run(coro.send, None)
         except StopIteration:
             return
+        finally:
+            self._answering = False
         # (an exception other than StopIteration cannot leave run_asgi: it answers 500 itself)
         task = self.loop.create_task(_Continued(coro, waiting_on).wait(), context=context)
         task.add_done_callback(self.tasks.discard)

@@ -129,3 +129,19 @@ async def test_cancelling_the_continuation_cancels_the_coroutine_where_it_waits(
     with pytest.raises(asyncio.CancelledError):
         await task
     assert seen == ["cancelled"]
+
+
+async def test_probes_pipelined_behind_a_request_are_all_answered_without_nesting_deeper_and_deeper(wire):
+    protocol, client, state = wire
+    probes = 400  # each answered as the one before completes: nested, they would pass the recursion limit
+    protocol.data_received(b"GET /nowhere HTTP/1.1\r\nHost: memory\r\n\r\n"
+                           + b"GET /health/live HTTP/1.1\r\nHost: memory\r\n\r\n" * probes)
+    received = b""
+    for _ in range(1000):
+        received += _received(client)
+        if received.count(b"HTTP/1.1 ") == probes + 1:
+            break
+        await asyncio.sleep(0.005)
+    assert received.startswith(b"HTTP/1.1 404 ")
+    assert received.count(b"HTTP/1.1 200 ") == probes
+    assert b"HTTP/1.1 500 " not in received
