@@ -129,6 +129,9 @@ class HealthFirstProtocol(HttpToolsProtocol):
     _answering = False  # a probe's answer is being written: a request it starts runs as a task
 
     def _start_asgi_task(self, cycle: RequestResponseCycle, app: Any) -> None:
+        # A request is starting: the connection is not idle. (A probe answered while its bytes
+        # were parsed armed the keep-alive timer; a request parsed after it would be cut off.)
+        self._unset_keepalive_if_required()
         # Not while answering one: a probe's last ``send`` starts the next pipelined request, and
         # probes answered inside one another would nest one level deeper per probe.
         if self._answering or self.flow.write_paused or answered_here(cycle.scope) is None:

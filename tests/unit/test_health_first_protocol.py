@@ -11,7 +11,7 @@ import pytest
 import uvicorn
 from uvicorn.server import ServerState
 
-from app.health_gate import HealthFirstProtocol, _Continued
+from app.health_gate import HealthFirstProtocol, HealthGate, _Continued
 from app.main import create_app
 
 
@@ -145,3 +145,38 @@ async def test_probes_pipelined_behind_a_request_are_all_answered_without_nestin
     assert received.startswith(b"HTTP/1.1 404 ")
     assert received.count(b"HTTP/1.1 200 ") == probes
     assert b"HTTP/1.1 500 " not in received
+
+
+async def test_a_request_pipelined_behind_an_answered_probe_is_not_cut_off_by_the_keep_alive_timer():
+    # The probe's answer, complete while the bytes are still being parsed, arms the keep-alive
+    # timer; the request parsed right after it must disarm it, or the idle timeout closes the
+    # connection under a request still running.
+    async def slow(scope, receive, send):
+        await asyncio.sleep(0.4)
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"4")]})
+        await send({"type": "http.response.body", "body": b"slow"})
+
+    config = uvicorn.Config(HealthGate(slow, monitor=None, api_key=None), http=HealthFirstProtocol, lifespan="off",
+                            log_config=None, timeout_keep_alive=0.1)
+    config.load()
+    state = ServerState()
+    client, server = socket.socketpair()
+    client.setblocking(False)
+    loop = asyncio.get_running_loop()
+    transport, protocol = await loop.connect_accepted_socket(
+        lambda: HealthFirstProtocol(config, state, {}, _loop=loop), sock=server)
+    transport.pause_reading()
+    try:
+        protocol.data_received(b"GET /health/live HTTP/1.1\r\nHost: memory\r\n\r\n"
+                               b"GET /slow HTTP/1.1\r\nHost: memory\r\n\r\n")
+        received = b""
+        for _ in range(200):
+            received += _received(client)
+            if received.endswith(b"slow") or transport.is_closing():
+                break
+            await asyncio.sleep(0.01)
+        assert received.count(b"HTTP/1.1 200 ") == 2 and received.endswith(b"slow")
+    finally:
+        await asyncio.gather(*state.tasks, return_exceptions=True)
+        transport.close()
+        client.close()
