@@ -55,11 +55,11 @@ def test_a_full_disk_turns_health_down_and_readiness_off(tmp_path, small_disk):
         wait_for_health(server.url, lambda b: b["status"] == "ok")
         assert http.get("/health/ready").status_code == 200
         filler = small_disk / "filler"
-        with open(filler, "wb") as out:
+        # Unbuffered: a buffered file keeps what the full disk refused and fails again on close.
+        with open(filler, "wb", buffering=0) as out:
             try:
                 while True:
                     out.write(b"\0" * 65536)
-                    out.flush()
             except OSError:
                 pass  # the disk is full
         body = wait_for_health(server.url, lambda b: b["status"] == "down")
