@@ -180,3 +180,11 @@ async def test_a_request_pipelined_behind_an_answered_probe_is_not_cut_off_by_th
         await asyncio.gather(*state.tasks, return_exceptions=True)
         transport.close()
         client.close()
+
+
+async def test_a_probe_that_asks_to_close_is_answered_and_the_connection_closed(wire):
+    protocol, client, state = wire
+    protocol.data_received(b"GET /health/live HTTP/1.0\r\nHost: memory\r\n\r\n")
+    answer = _received(client)
+    assert answer.startswith(b"HTTP/1.1 200 ") and answer.endswith(b'{"status":"ok"}')
+    assert protocol.transport.is_closing()
