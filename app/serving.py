@@ -157,13 +157,19 @@ def run_supervisor(settings: Settings, workers: int, **uvicorn_options) -> None:
 METRICS_DIR_VARIABLE = "PROMETHEUS_MULTIPROC_DIR"
 
 
+METRICS_DIR_PREFIX = "nexusai-metrics-"
+
+
 @contextlib.contextmanager
 def shared_metrics_dir() -> Iterator[str]:
     """A fresh private directory (0700) for prometheus-client's multiprocess files, named in the
     environment the workers are spawned with (they import prometheus-client afresh and count
     into it, so a scrape answered by any worker sums them all), removed at exit. Any value the
-    caller had set is replaced: files left by another run would be counted as this one's."""
-    path = tempfile.mkdtemp(prefix="nexusai-metrics-")  # mode 0700
+    caller had set is replaced: files left by another run would be counted as this one's.
+    The name carries this process's pid: a service killed with ``kill -9`` never removes its
+    directory, so each start removes those whose service is gone (``sweep_metrics_dirs``)."""
+    sweep_metrics_dirs()
+    path = tempfile.mkdtemp(prefix=f"{METRICS_DIR_PREFIX}{os.getpid()}-")  # mode 0700
     previous = os.environ.get(METRICS_DIR_VARIABLE)
     os.environ[METRICS_DIR_VARIABLE] = path
     try:
@@ -174,3 +180,31 @@ def shared_metrics_dir() -> Iterator[str]:
         else:
             os.environ[METRICS_DIR_VARIABLE] = previous
         shutil.rmtree(path, ignore_errors=True)
+
+
+def sweep_metrics_dirs(root: str | None = None) -> list[str]:
+    """Remove the metrics directories in ``root`` (the temporary directory) that belong to this
+    user and name a process that no longer runs; answer what was removed. A directory whose pid
+    runs (this service's, or a reused pid) is left."""
+    root = root or tempfile.gettempdir()
+    removed = []
+    with contextlib.suppress(OSError), os.scandir(root) as entries:
+        for entry in entries:
+            pid = entry.name[len(METRICS_DIR_PREFIX):].split("-", 1)[0]
+            if not entry.name.startswith(METRICS_DIR_PREFIX) or not pid.isdigit() or _runs(int(pid)):
+                continue
+            with contextlib.suppress(OSError):
+                if entry.is_dir(follow_symlinks=False) and entry.stat(follow_symlinks=False).st_uid == os.getuid():
+                    shutil.rmtree(entry.path)
+                    removed.append(entry.path)
+    return removed
+
+
+def _runs(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # EPERM: another user's process runs with that pid
+        return True
+    return True

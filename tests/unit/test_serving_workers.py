@@ -5,6 +5,8 @@ from __future__ import annotations
 import multiprocessing
 import os
 import pickle
+import subprocess
+import sys
 
 import pytest
 
@@ -120,3 +122,29 @@ def test_counters_add_up_over_worker_processes_in_a_private_directory_removed_at
     assert "memory_http_rejected_overload_total 1.0" in text
     assert "memory_embedding_dead_lettered_total 2.0" in text
     assert not os.path.exists(path) and os.environ.get(METRICS_DIR_VARIABLE) == before
+
+
+def test_metrics_directories_of_services_that_are_gone_are_removed_at_start(tmp_path):
+    from app.serving import METRICS_DIR_PREFIX, sweep_metrics_dirs
+
+    ended = subprocess.Popen([sys.executable, "-c", "pass"])
+    ended.wait()  # its pid names no process now (as after kill -9 of a service)
+    left = tmp_path / f"{METRICS_DIR_PREFIX}{ended.pid}-abc123"
+    left.mkdir()
+    (left / "counter_123.db").write_bytes(b"\0" * 4096)
+    running = tmp_path / f"{METRICS_DIR_PREFIX}{os.getpid()}-def456"
+    running.mkdir()
+    unrelated = tmp_path / f"{METRICS_DIR_PREFIX}notapid"
+    unrelated.mkdir()
+    other_file = tmp_path / f"{METRICS_DIR_PREFIX}{ended.pid}-file"
+    other_file.write_text("not a directory")
+
+    assert sweep_metrics_dirs(str(tmp_path)) == [str(left)]
+    assert not left.exists() and running.is_dir() and unrelated.is_dir() and other_file.is_file()
+
+
+def test_the_shared_metrics_directory_is_named_after_the_serving_process():
+    from app.serving import METRICS_DIR_PREFIX, shared_metrics_dir
+
+    with shared_metrics_dir() as path:
+        assert os.path.basename(path).startswith(f"{METRICS_DIR_PREFIX}{os.getpid()}-")
