@@ -25,6 +25,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import ToolAnnotations
 from pydantic import Field, create_model
 
+from app import heap
 from app.config import Settings
 from app.container import Container, build_container, shutdown
 from app.cursor_pages import EpisodeCursorPage
@@ -331,6 +332,7 @@ async def run(settings: Settings, transport: Transport, host: str, port: int) ->
         manager.run()
         worker = await container.worker_running()  # started unless EMBEDDING_WORKER=false
         server = build_server(container, worker.notify)
+        heap.settle()  # a long-running server too: start-up's objects out of every later collection
         if transport == "stdio":
             await server.run_stdio_async()
         else:
