@@ -123,29 +123,37 @@ class HealthFirstProtocol(HttpToolsProtocol):
     while the request is parsed: their ASGI call runs at once, in a context of its own as a task's
     would, and finishes there (``HealthGate`` awaits nothing but ``send``, which writes straight to
     the socket). Should it wait after all — a paused transport — the rest runs as a task
-    (``_Continued``); every other request is started as a task, as uvicorn does, and so is a
-    pipelined request that the answer to a probe starts."""
+    (``_Continued``). One probe per read at most: the others, any other request, and a request
+    started by the end of another (pipelining) run as tasks, as uvicorn runs them — so a client
+    that packs thousands of probes into one read holds the loop no longer than uvicorn would."""
 
-    _answering = False  # a probe's answer is being written: a request it starts runs as a task
+    _in_place = 0  # probes this read may still answer in place (1 while data_received runs, else 0)
+
+    def data_received(self, data: bytes) -> None:
+        self._in_place = 1
+        try:
+            super().data_received(data)
+        finally:
+            self._in_place = 0
 
     def _start_asgi_task(self, cycle: RequestResponseCycle, app: Any) -> None:
+        if self.transport.is_closing():
+            # An answer already closed the connection (HTTP/1.0, an error): what was sent behind
+            # it is not run, as uvicorn drops a pipelined request once its connection closes.
+            return
         # A request is starting: the connection is not idle. (A probe answered while its bytes
         # were parsed armed the keep-alive timer; a request parsed after it would be cut off.)
         self._unset_keepalive_if_required()
-        # Not while answering one: a probe's last ``send`` starts the next pipelined request, and
-        # probes answered inside one another would nest one level deeper per probe.
-        if self._answering or self.flow.write_paused or answered_here(cycle.scope) is None:
+        if not self._in_place or self.flow.write_paused or answered_here(cycle.scope) is None:
             super()._start_asgi_task(cycle, app)
             return
-        context = contextvars.copy_context()
+        self._in_place = 0  # also keeps a request this answer starts (pipelining) out of this frame
+        context = contextvars.Context() if self.config.reset_contextvars else contextvars.copy_context()
         coro = cycle.run_asgi(app)
-        self._answering = True
         try:
             waiting_on = context.run(coro.send, None)
         except StopIteration:
             return
-        finally:
-            self._answering = False
         # (an exception other than StopIteration cannot leave run_asgi: it answers 500 itself)
         task = self.loop.create_task(_Continued(coro, waiting_on).wait(), context=context)
         task.add_done_callback(self.tasks.discard)
@@ -168,6 +176,9 @@ class _Continued:
             thrown: BaseException | None = None
             try:
                 yield waiting_on
+            except GeneratorExit:  # this awaitable is being closed, not resumed: close the coroutine too
+                self._coro.close()
+                raise
             except BaseException as exc:  # cancelled while waiting: the coroutine decides
                 thrown = exc
             try:

@@ -188,3 +188,57 @@ async def test_a_probe_that_asks_to_close_is_answered_and_the_connection_closed(
     answer = _received(client)
     assert answer.startswith(b"HTTP/1.1 200 ") and answer.endswith(b'{"status":"ok"}')
     assert protocol.transport.is_closing()
+
+
+async def test_of_many_probes_in_one_read_only_the_first_is_answered_in_place(wire):
+    # A client packing thousands of probes into one read must not hold the loop for all of them:
+    # the rest are answered one by one as tasks, as uvicorn answers pipelined requests.
+    protocol, client, state = wire
+    probes = 300
+    protocol.data_received(b"GET /health/live HTTP/1.1\r\nHost: memory\r\n\r\n" * probes)
+    assert _received(client).count(b"HTTP/1.1 200 ") == 1
+    received = b""
+    for _ in range(1000):
+        received += _received(client)
+        if received.count(b"HTTP/1.1 200 ") == probes - 1:
+            break
+        await asyncio.sleep(0.005)
+    assert received.count(b"HTTP/1.1 200 ") == probes - 1
+
+
+def _recording_wire(started: list[str]):
+    async def record(scope, receive, send):
+        started.append(f"{scope['method']} {scope['path']}")
+        await send({"type": "http.response.start", "status": 204, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+
+    config = uvicorn.Config(HealthGate(record, monitor=None, api_key=None), http=HealthFirstProtocol,
+                            lifespan="off", log_config=None)
+    config.load()
+    return config
+
+
+@pytest.mark.parametrize("probe", [
+    b"GET /health/live HTTP/1.0\r\nConnection: keep-alive\r\n\r\n",  # uvicorn closes every HTTP/1.0 connection
+    b"GET /health/live HTTP/1.1\r\nHost: memory\r\nConnection: close\r\n\r\n",
+])
+async def test_a_request_sent_behind_a_probe_that_closed_the_connection_is_not_run(probe):
+    started: list[str] = []
+    config = _recording_wire(started)
+    state = ServerState()
+    client, server = socket.socketpair()
+    client.setblocking(False)
+    loop = asyncio.get_running_loop()
+    transport, protocol = await loop.connect_accepted_socket(
+        lambda: HealthFirstProtocol(config, state, {}, _loop=loop), sock=server)
+    transport.pause_reading()
+    try:
+        protocol.data_received(probe + b"DELETE /memories/1 HTTP/1.1\r\nHost: memory\r\n\r\n")
+        await asyncio.sleep(0.05)
+        await asyncio.gather(*state.tasks, return_exceptions=True)
+        assert _received(client).startswith(b"HTTP/1.1 200 ")
+        assert transport.is_closing()
+        assert started == []  # the DELETE never reached the app
+    finally:
+        transport.close()
+        client.close()
