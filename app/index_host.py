@@ -77,6 +77,7 @@ def host_main(settings: Settings, parent: int) -> None:
 async def _own_until_stopped(settings: Settings) -> None:
     from app.container import build_container, shutdown
     from app.index_role import attach_index_role
+    from app.startup import settle_heap_once_loaded
 
     loop = asyncio.get_running_loop()
     stopping = asyncio.Event()
@@ -91,7 +92,9 @@ async def _own_until_stopped(settings: Settings) -> None:
         container.metrics()  # the embed counters count into the shared metrics files
         await role.own()
         heap.settle()  # start-up's objects out of every later collection (app.heap)
+        settling = asyncio.create_task(settle_heap_once_loaded(container.embedder()))  # and the model's
         await stopping.wait()
+        settling.cancel()
     finally:
         if role is not None:
             try:

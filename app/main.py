@@ -112,6 +112,8 @@ def create_app(settings: Settings, container: Container | None = None, *, worker
                 await container.worker_running()
             await report_store_and_index(container)
             embedder_report = asyncio.create_task(report_embedder(container), name="embedder start-up report")
+            if serving:  # an in-process model loads after start-up: settle again once it has (app.heap)
+                embedder_report.add_done_callback(lambda report: report.cancelled() or heap.settle())
             await container.worker_running()  # started unless EMBEDDING_WORKER=false
             await container.health_running()
             await container.expiry_running()  # purges expired records every EXPIRY_SWEEP_SECONDS

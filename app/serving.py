@@ -24,6 +24,7 @@ import contextlib
 import ctypes
 import logging
 import os
+import re
 import shutil
 import signal
 import sys
@@ -158,6 +159,7 @@ METRICS_DIR_VARIABLE = "PROMETHEUS_MULTIPROC_DIR"
 
 
 METRICS_DIR_PREFIX = "nexusai-metrics-"
+_METRICS_DIR_NAME = re.compile(re.escape(METRICS_DIR_PREFIX) + r"([0-9]+)-[a-z0-9_]{8}")  # + mkdtemp's suffix
 
 
 @contextlib.contextmanager
@@ -185,13 +187,15 @@ def shared_metrics_dir() -> Iterator[str]:
 def sweep_metrics_dirs(root: str | None = None) -> list[str]:
     """Remove the metrics directories in ``root`` (the temporary directory) that belong to this
     user and name a process that no longer runs; answer what was removed. A directory whose pid
-    runs (this service's, or a reused pid) is left."""
+    runs (this service's, or a reused pid) is left, and so is any other name. (Services in
+    different pid namespaces sharing one temporary directory as one user would see each other's
+    pids as gone: give each its own ``TMPDIR``.)"""
     root = root or tempfile.gettempdir()
     removed = []
     with contextlib.suppress(OSError), os.scandir(root) as entries:
         for entry in entries:
-            pid = entry.name[len(METRICS_DIR_PREFIX):].split("-", 1)[0]
-            if not entry.name.startswith(METRICS_DIR_PREFIX) or not pid.isdigit() or _runs(int(pid)):
+            named = _METRICS_DIR_NAME.fullmatch(entry.name)  # exactly what shared_metrics_dir makes
+            if named is None or _runs(int(named[1])):
                 continue
             with contextlib.suppress(OSError):
                 if entry.is_dir(follow_symlinks=False) and entry.stat(follow_symlinks=False).st_uid == os.getuid():

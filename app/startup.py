@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from app import heap
 from ports.embedder import EmbedderStatus
 
 log = logging.getLogger("nexusai.startup")
@@ -54,6 +55,13 @@ async def settled_probe(embedder) -> EmbedderStatus:
         await asyncio.sleep(POLL_SECONDS)
         status = await embedder.probe()
     return status
+
+
+async def settle_heap_once_loaded(embedder) -> None:
+    """``app.heap.settle`` again once the embedder is no longer starting: an in-process model
+    loads after start-up, and what it built would otherwise stay in the collected generations."""
+    await settled_probe(embedder)
+    heap.settle()
 
 
 async def report_embedder(container) -> None:

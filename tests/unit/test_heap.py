@@ -59,3 +59,31 @@ def test_the_serving_app_settles_its_heap_once_started(tmp_path):
 def test_an_app_built_for_a_test_leaves_the_collector_alone(tmp_path):
     seen = _app_started(tmp_path, serving=False)
     assert seen == {"status": 200, "frozen": 0, "young": 700}
+
+
+def test_what_a_model_builds_while_it_loads_after_start_up_is_frozen_once_it_has_loaded():
+    # A local model loads in the background after start-up's freeze: the objects it builds would
+    # otherwise be walked by every later full collection.
+    seen = _run("""
+        import asyncio, gc, json
+        from app import startup
+        from ports.embedder import EmbedderStatus
+
+        startup.POLL_SECONDS = 0.01
+
+        class Loading:  # starting for two probes; the load builds objects the collector tracks
+            def __init__(self):
+                self.probes, self.built = 0, None
+            async def probe(self):
+                self.probes += 1
+                if self.probes == 2:
+                    self.built = [{"layer": n} for n in range(100)]
+                return EmbedderStatus(model="m", dimension=4, reachable=self.probes > 2, starting=self.probes <= 2)
+
+        embedder = Loading()
+        asyncio.run(startup.settle_heap_once_loaded(embedder))
+        tracked = {id(o) for o in gc.get_objects()}  # the collected generations, not the frozen one
+        print(json.dumps({"probes": embedder.probes, "collected": id(embedder.built) in tracked,
+                          "frozen": gc.get_freeze_count() > 0}))
+    """)
+    assert seen == {"probes": 3, "collected": False, "frozen": True}

@@ -129,18 +129,21 @@ def test_metrics_directories_of_services_that_are_gone_are_removed_at_start(tmp_
 
     ended = subprocess.Popen([sys.executable, "-c", "pass"])
     ended.wait()  # its pid names no process now (as after kill -9 of a service)
-    left = tmp_path / f"{METRICS_DIR_PREFIX}{ended.pid}-abc123"
+    left = tmp_path / f"{METRICS_DIR_PREFIX}{ended.pid}-abc123_9"
     left.mkdir()
     (left / "counter_123.db").write_bytes(b"\0" * 4096)
-    running = tmp_path / f"{METRICS_DIR_PREFIX}{os.getpid()}-def456"
+    running = tmp_path / f"{METRICS_DIR_PREFIX}{os.getpid()}-def456_9"
     running.mkdir()
     unrelated = tmp_path / f"{METRICS_DIR_PREFIX}notapid"
     unrelated.mkdir()
-    other_file = tmp_path / f"{METRICS_DIR_PREFIX}{ended.pid}-file"
+    older_kind = tmp_path / f"{METRICS_DIR_PREFIX}12345678"  # an earlier version's name: mkdtemp's suffix alone
+    older_kind.mkdir()
+    other_file = tmp_path / f"{METRICS_DIR_PREFIX}{ended.pid}-file_abc"
     other_file.write_text("not a directory")
 
     assert sweep_metrics_dirs(str(tmp_path)) == [str(left)]
     assert not left.exists() and running.is_dir() and unrelated.is_dir() and other_file.is_file()
+    assert older_kind.is_dir()
 
 
 def test_the_shared_metrics_directory_is_named_after_the_serving_process():
