@@ -77,12 +77,12 @@ class SqliteKeywordIndex(Reads):
 
         loop_thread = threading.get_ident()
 
-        def op(conn: sqlite3.Connection, planned: KeywordPlan | None = None) -> list[KeywordHit]:
+        def op(conn: sqlite3.Connection) -> list[KeywordHit]:
             values = list(params)  # each run plans afresh (a short read interrupted runs again)
             try:
-                plan = planned or _plan(conn, table, query, scoped, self._memo)
+                plan = _plan(conn, table, query, scoped, self._memo)
                 if (plan.matches or 0) > LONG_RANKING and threading.get_ident() == loop_thread:
-                    raise _RanksLong(plan)  # on the loop: the ranking would run past its step budget
+                    raise _RanksLong  # on the loop: the ranking would run past its step budget
                 values[0] = rows.fts_match(plan.query)
                 if plan.newest is not None:  # rank only the newest matches: from the oldest of those on
                     values[1] = conn.execute(
@@ -98,8 +98,10 @@ class SqliteKeywordIndex(Reads):
         # Short at small scale (the counts, then the top k); past the step budget, on a reader thread.
         try:
             return await self._db.read_short(op, site=(source, scoped))
-        except _RanksLong as long:
-            return await self._db.read(lambda conn: op(conn, long.plan))
+        except _RanksLong:
+            # The reader plans again: its counts are remembered on its own connection, where the
+            # next searches for these words will mostly run (with requests in flight reads go there).
+            return await self._db.read(op)
 
 
 # Matches beyond which ranking them takes more than a short read's step budget (10,000 VM steps):
@@ -111,12 +113,7 @@ LONG_RANKING = 300
 
 
 class _RanksLong(Exception):
-    """Raised on the loop thread by a search whose plan ranks more than ``LONG_RANKING`` matches;
-    it carries the plan, so the reader thread does not count again."""
-
-    def __init__(self, plan: KeywordPlan) -> None:
-        super().__init__()
-        self.plan = plan
+    """Raised on the loop thread by a search whose plan ranks more than ``LONG_RANKING`` matches."""
 
 
 def _plan(conn: sqlite3.Connection, table: str, query: KeywordQuery, scoped: bool, memo: "CountMemo") -> KeywordPlan:

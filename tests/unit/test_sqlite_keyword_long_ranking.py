@@ -1,5 +1,6 @@
-"""A keyword search whose counts say its ranking is long goes to a reader thread at once, with the
-plan it made; it is not first tried on the event loop, stopped at the step budget and run again.
+"""A keyword search whose counts say its ranking is long goes to a reader thread at once (which
+plans again, remembering its counts); it is not first tried on the event loop, stopped at the step
+budget and run again.
 A search that ranks few matches stays on the loop. Either way the answer is the same.
 
 Real SQLite file; a budget small enough that 1,000 episodes are counted (``max(id)`` above it)."""
