@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 MatchMode = Literal["all", "any", "fts"]
@@ -89,6 +89,10 @@ class KeywordPlan:
     query: KeywordQuery
     dropped: tuple[str, ...] = ()
     newest: int | None = None
+    matches: int | None = field(default=None, compare=False)
+    """How many matches the ranking walks, as far as the counts tell (a count stops past the budget;
+    ``None``: not counted). Not part of the plan's identity: an adapter reads it to judge the
+    ranking's cost (where to run it)."""
 
     @property
     def bounded(self) -> bool:
@@ -133,7 +137,8 @@ def within_budget(query: KeywordQuery, counts: Mapping[KeywordQuery, int], scope
     if budget is None or query.is_empty:
         return KeywordPlan(query)
     if not (query.mode == "any" and len(query.terms) > 1):
-        return KeywordPlan(query, newest=budget if counts[query] > budget and not scoped else None)
+        over = counts[query] > budget and not scoped
+        return KeywordPlan(query, newest=budget if over else None, matches=budget if over else counts[query])
     frequency = {term: counts[KeywordQuery((term,), "all", budget=budget)] for term in query.terms}
     by_rarity = sorted(query.terms, key=lambda term: frequency[term])  # stable: ties keep their order
     kept, total = {by_rarity[0]}, frequency[by_rarity[0]]
@@ -144,4 +149,5 @@ def within_budget(query: KeywordQuery, counts: Mapping[KeywordQuery, int], scope
         total += frequency[term]
     plan = replace(query, terms=tuple(t for t in query.terms if t in kept))
     dropped = tuple(t for t in query.terms if t not in kept)
-    return KeywordPlan(plan, dropped, budget if total > budget and not scoped else None)
+    over = total > budget and not scoped
+    return KeywordPlan(plan, dropped, budget if over else None, matches=budget if over else total)

@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+import numpy as np
+
 from domain.filters import Condition, MetadataFilter
 from domain.models import parse_timestamp
 from domain.record_kinds import NAMES
@@ -187,8 +189,15 @@ def encode_vector(vector: Sequence[float]) -> bytes:
     unit vector's components lose at most ~5e-4 each, which moves cosine scores by ~1e-4 and does
     not reorder real neighbours.
     """
-    unit = normalized(vector)
-    return struct.pack(f"<{len(unit)}e", *unit)
+    # numpy does the arithmetic of ``normalized`` and ``struct``'s "e" packing element for element
+    # (IEEE products and quotients, float64 -> float16 rounding half to even), with the norm summed
+    # by the same ``fsum``: the bytes are the same, at ~30 instead of ~70 us per 384-d vector (the
+    # index host encodes every vector it stores). A test keeps the plain form and compares.
+    values = np.asarray(vector, dtype=np.float64)
+    norm = math.sqrt(math.fsum((values * values).tolist()))
+    if norm == 0.0:
+        return bytes(2 * len(values))  # float16 zeros
+    return (values / norm).astype("<f2").tobytes()
 
 
 def decode_vector(blob: bytes) -> list[float]:

@@ -40,6 +40,7 @@ class SocketVectorIndex:
         self._next_id = 0
         self._disk_low: str | None = None
         self._closed = False
+        self._notice_due = False  # a notify frame is scheduled for the end of this loop pass
         self.persistent = False  # the owner's answer, known after the first call
         self.owner_pid: int | None = None
 
@@ -125,7 +126,24 @@ class SocketVectorIndex:
         return await self._ask(await self._connection(), op, args, timeout=timeout, drain=drain)
 
     def notify(self) -> None:
-        """Tell the owner a write is in the outbox (best effort: it polls anyway)."""
+        """Tell the owner a write is in the outbox (best effort: it polls anyway).
+
+        The notices of one pass of the event loop go as one frame, sent once that pass is over: a
+        group commit answers many writes at once, and their requests finish in the same pass, so
+        the owner is woken once (one socket write here, one frame read there) instead of once per
+        request. The worker drains every due job per wake-up, so one notice serves them all."""
+        if self._notice_due or not self.connected:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # outside the loop (a tool, a test): at once
+            self._send_notice()
+            return
+        self._notice_due = True
+        loop.call_soon(self._send_notice)
+
+    def _send_notice(self) -> None:
+        self._notice_due = False
         if self.connected:
             with contextlib.suppress(Exception):
                 self._writer.write(wire.request(0, wire.NOTIFY, ()))  # type: ignore[union-attr]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import sqlite3
+import threading
 from datetime import datetime
 
 from adapters.sqlite import rows
@@ -74,10 +75,14 @@ class SqliteKeywordIndex(Reads):
             )
             params.extend((now, limit))
 
+        loop_thread = threading.get_ident()
+
         def op(conn: sqlite3.Connection) -> list[KeywordHit]:
             values = list(params)  # each run plans afresh (a short read interrupted runs again)
             try:
                 plan = _plan(conn, table, query, scoped, self._memo)
+                if (plan.matches or 0) > LONG_RANKING and threading.get_ident() == loop_thread:
+                    raise _RanksLong  # on the loop: the ranking would run past its step budget
                 values[0] = rows.fts_match(plan.query)
                 if plan.newest is not None:  # rank only the newest matches: from the oldest of those on
                     values[1] = conn.execute(
@@ -91,7 +96,24 @@ class SqliteKeywordIndex(Reads):
             return [KeywordHit(mapper(r), -r["rank_score"]) for r in found]
 
         # Short at small scale (the counts, then the top k); past the step budget, on a reader thread.
-        return await self._db.read_short(op, site=(source, scoped))
+        try:
+            return await self._db.read_short(op, site=(source, scoped))
+        except _RanksLong:
+            # The reader plans again: its counts are remembered on its own connection, where the
+            # next searches for these words will mostly run (with requests in flight reads go there).
+            return await self._db.read(op)
+
+
+# Matches beyond which ranking them takes more than a short read's step budget (10,000 VM steps):
+# the bench's searches took ~7 steps per match to count and 20-30 to rank (plus the top rows). Such a
+# search, tried on the event loop, ran into the budget and ran again on a reader thread: at 20k
+# episodes 3 % of the searches did, at ~2.7 ms of CPU each, 28 % of all the searches' CPU. Its
+# counts tell it apart first, so it goes to a reader thread at once, and the rest stay on the loop.
+LONG_RANKING = 300
+
+
+class _RanksLong(Exception):
+    """Raised on the loop thread by a search whose plan ranks more than ``LONG_RANKING`` matches."""
 
 
 def _plan(conn: sqlite3.Connection, table: str, query: KeywordQuery, scoped: bool, memo: "CountMemo") -> KeywordPlan:
