@@ -185,7 +185,10 @@ def compare(args, wrk_binary: str, home: Path) -> dict:
                     row = wrk.run(side.url, script, conns, args.duration, side.pid)
                     results[side_name][name].append(row)
                     if script == "post_episode.lua" and side is project:
+                        # The POST row's episodes are embedded and may start an index build (maintenance
+                        # at nice +10): both end before the next row, as after loading the corpus.
                         project.wait_for_backlog(120)
+                        wait_for_index_builds(project, 600)
         results["rss_mb"] = {"peer": rss_mb(peer.pid), "project": rss_mb(project.pid)}
     finally:
         peer.stop()
