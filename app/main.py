@@ -11,10 +11,10 @@ from litestar import Litestar, Request
 from litestar.config.cors import CORSConfig
 from litestar.datastructures import State
 
+from app import heap
 from app.config import ConfigError, Settings
 from app.container import Container, build_container, shutdown
 from app.docs import DOCS_PATHS, docs_asset, open_operations, openapi_config
-from app import heap
 from app.errors import EXCEPTION_HANDLERS
 from app.head_requests import HeadAsGet
 from app.health import HEALTH_ROUTES

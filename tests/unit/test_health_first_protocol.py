@@ -5,6 +5,7 @@ runs as a task, as uvicorn runs it. Real sockets, a real loop, the real app."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import socket
 
 import pytest
@@ -15,11 +16,11 @@ from app.health_gate import HealthFirstProtocol, HealthGate, _Continued
 from app.main import create_app
 
 
-@pytest.fixture
-async def wire(make_settings):
-    """(protocol, client socket): the protocol on the server end of a real socket pair."""
-    app = create_app(make_settings())
-    config = uvicorn.Config(app, http=HealthFirstProtocol, lifespan="off", log_config=None)
+@contextlib.asynccontextmanager
+async def _wired(app, **options):
+    """(protocol, client socket, server state): the protocol serving ``app`` on the server end of a
+    real socket pair; the test hands the protocol its bytes itself."""
+    config = uvicorn.Config(app, http=HealthFirstProtocol, lifespan="off", log_config=None, **options)
     config.load()
     state = ServerState()
     client, server = socket.socketpair()
@@ -27,13 +28,21 @@ async def wire(make_settings):
     loop = asyncio.get_running_loop()
     transport, protocol = await loop.connect_accepted_socket(
         lambda: HealthFirstProtocol(config, state, {}, _loop=loop), sock=server)
-    transport.pause_reading()  # the test hands the protocol its bytes itself
-    yield protocol, client, state
-    for task in list(state.tasks):
-        task.cancel()
-    await asyncio.gather(*state.tasks, return_exceptions=True)
-    transport.close()
-    client.close()
+    transport.pause_reading()
+    try:
+        yield protocol, client, state
+    finally:
+        for task in list(state.tasks):
+            task.cancel()
+        await asyncio.gather(*state.tasks, return_exceptions=True)
+        transport.close()
+        client.close()
+
+
+@pytest.fixture
+async def wire(make_settings):
+    async with _wired(create_app(make_settings())) as wired:
+        yield wired
 
 
 def _received(client: socket.socket) -> bytes:
@@ -51,6 +60,25 @@ async def _answer(client: socket.socket) -> bytes:
     raise AssertionError("no answer")
 
 
+async def _collect(client: socket.socket, enough) -> bytes:
+    """What the client receives until ``enough(received)`` (or about 5 s)."""
+    received = b""
+    for _ in range(1000):
+        received += _received(client)
+        if enough(received):
+            break
+        await asyncio.sleep(0.005)
+    return received
+
+
+async def _answered_as_a_task(protocol, client, state, request: bytes) -> bytes:
+    """Hand ``request`` to the protocol: nothing is answered in the callback, one task answers it."""
+    protocol.data_received(request)
+    assert _received(client) == b""
+    assert len(state.tasks) == 1
+    return await _answer(client)
+
+
 @pytest.mark.parametrize("path", ["/health", "/health/live", "/health/ready"])
 async def test_a_probe_is_answered_before_the_read_callback_returns(wire, path):
     protocol, client, state = wire
@@ -65,20 +93,15 @@ async def test_a_probe_is_answered_before_the_read_callback_returns(wire, path):
 
 
 async def test_any_other_request_runs_as_a_task_after_the_callback(wire):
-    protocol, client, state = wire
-    protocol.data_received(b"GET /nowhere HTTP/1.1\r\nHost: memory\r\n\r\n")
-    assert _received(client) == b""
-    assert len(state.tasks) == 1
-    assert (await _answer(client)).startswith(b"HTTP/1.1 404 ")
+    answer = await _answered_as_a_task(*wire, b"GET /nowhere HTTP/1.1\r\nHost: memory\r\n\r\n")
+    assert answer.startswith(b"HTTP/1.1 404 ")
 
 
 async def test_a_probe_the_gate_passes_on_runs_as_a_task(wire):
-    protocol, client, state = wire
     # An Origin header (CORS) sends even a probe through the whole app
-    protocol.data_received(b"GET /health/live HTTP/1.1\r\nHost: memory\r\nOrigin: http://elsewhere\r\n\r\n")
-    assert _received(client) == b""
-    assert len(state.tasks) == 1
-    assert (await _answer(client)).startswith(b"HTTP/1.1 ")
+    answer = await _answered_as_a_task(
+        *wire, b"GET /health/live HTTP/1.1\r\nHost: memory\r\nOrigin: http://elsewhere\r\n\r\n")
+    assert answer.startswith(b"HTTP/1.1 ")
 
 
 async def test_a_probe_waits_as_a_task_while_the_transport_cannot_take_writes(wire):
@@ -136,12 +159,7 @@ async def test_probes_pipelined_behind_a_request_are_all_answered_without_nestin
     probes = 400  # each answered as the one before completes: nested, they would pass the recursion limit
     protocol.data_received(b"GET /nowhere HTTP/1.1\r\nHost: memory\r\n\r\n"
                            + b"GET /health/live HTTP/1.1\r\nHost: memory\r\n\r\n" * probes)
-    received = b""
-    for _ in range(1000):
-        received += _received(client)
-        if received.count(b"HTTP/1.1 ") == probes + 1:
-            break
-        await asyncio.sleep(0.005)
+    received = await _collect(client, lambda got: got.count(b"HTTP/1.1 ") == probes + 1)
     assert received.startswith(b"HTTP/1.1 404 ")
     assert received.count(b"HTTP/1.1 200 ") == probes
     assert b"HTTP/1.1 500 " not in received
@@ -156,30 +174,11 @@ async def test_a_request_pipelined_behind_an_answered_probe_is_not_cut_off_by_th
         await send({"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"4")]})
         await send({"type": "http.response.body", "body": b"slow"})
 
-    config = uvicorn.Config(HealthGate(slow, monitor=None, api_key=None), http=HealthFirstProtocol, lifespan="off",
-                            log_config=None, timeout_keep_alive=0.1)
-    config.load()
-    state = ServerState()
-    client, server = socket.socketpair()
-    client.setblocking(False)
-    loop = asyncio.get_running_loop()
-    transport, protocol = await loop.connect_accepted_socket(
-        lambda: HealthFirstProtocol(config, state, {}, _loop=loop), sock=server)
-    transport.pause_reading()
-    try:
+    async with _wired(HealthGate(slow, monitor=None, api_key=None), timeout_keep_alive=0.1) as (protocol, client, _):
         protocol.data_received(b"GET /health/live HTTP/1.1\r\nHost: memory\r\n\r\n"
                                b"GET /slow HTTP/1.1\r\nHost: memory\r\n\r\n")
-        received = b""
-        for _ in range(200):
-            received += _received(client)
-            if received.endswith(b"slow") or transport.is_closing():
-                break
-            await asyncio.sleep(0.01)
+        received = await _collect(client, lambda got: got.endswith(b"slow") or protocol.transport.is_closing())
         assert received.count(b"HTTP/1.1 200 ") == 2 and received.endswith(b"slow")
-    finally:
-        await asyncio.gather(*state.tasks, return_exceptions=True)
-        transport.close()
-        client.close()
 
 
 async def test_a_probe_that_asks_to_close_is_answered_and_the_connection_closed(wire):
@@ -197,25 +196,8 @@ async def test_of_many_probes_in_one_read_only_the_first_is_answered_in_place(wi
     probes = 300
     protocol.data_received(b"GET /health/live HTTP/1.1\r\nHost: memory\r\n\r\n" * probes)
     assert _received(client).count(b"HTTP/1.1 200 ") == 1
-    received = b""
-    for _ in range(1000):
-        received += _received(client)
-        if received.count(b"HTTP/1.1 200 ") == probes - 1:
-            break
-        await asyncio.sleep(0.005)
+    received = await _collect(client, lambda got: got.count(b"HTTP/1.1 200 ") == probes - 1)
     assert received.count(b"HTTP/1.1 200 ") == probes - 1
-
-
-def _recording_wire(started: list[str]):
-    async def record(scope, receive, send):
-        started.append(f"{scope['method']} {scope['path']}")
-        await send({"type": "http.response.start", "status": 204, "headers": []})
-        await send({"type": "http.response.body", "body": b""})
-
-    config = uvicorn.Config(HealthGate(record, monitor=None, api_key=None), http=HealthFirstProtocol,
-                            lifespan="off", log_config=None)
-    config.load()
-    return config
 
 
 @pytest.mark.parametrize("probe", [
@@ -224,21 +206,16 @@ def _recording_wire(started: list[str]):
 ])
 async def test_a_request_sent_behind_a_probe_that_closed_the_connection_is_not_run(probe):
     started: list[str] = []
-    config = _recording_wire(started)
-    state = ServerState()
-    client, server = socket.socketpair()
-    client.setblocking(False)
-    loop = asyncio.get_running_loop()
-    transport, protocol = await loop.connect_accepted_socket(
-        lambda: HealthFirstProtocol(config, state, {}, _loop=loop), sock=server)
-    transport.pause_reading()
-    try:
+
+    async def record(scope, receive, send):
+        started.append(f"{scope['method']} {scope['path']}")
+        await send({"type": "http.response.start", "status": 204, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+
+    async with _wired(HealthGate(record, monitor=None, api_key=None)) as (protocol, client, state):
         protocol.data_received(probe + b"DELETE /memories/1 HTTP/1.1\r\nHost: memory\r\n\r\n")
         await asyncio.sleep(0.05)
         await asyncio.gather(*state.tasks, return_exceptions=True)
         assert _received(client).startswith(b"HTTP/1.1 200 ")
-        assert transport.is_closing()
+        assert protocol.transport.is_closing()
         assert started == []  # the DELETE never reached the app
-    finally:
-        transport.close()
-        client.close()

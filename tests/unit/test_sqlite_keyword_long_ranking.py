@@ -33,22 +33,28 @@ async def store(tmp_path: Path) -> AsyncIterator[SqliteStore]:
     store.database.close()
 
 
+@pytest.fixture
+def pooled(store: SqliteStore, monkeypatch: pytest.MonkeyPatch) -> list:
+    """Every read the store hands to a reader thread, in order."""
+    handed: list = []
+    read = store.database.read
+
+    async def counting_read(fn):
+        handed.append(fn)
+        return await read(fn)
+
+    monkeypatch.setattr(store.database, "read", counting_read)
+    return handed
+
+
 def _interrupted(store: SqliteStore) -> float:
     """The overflow rate of unscoped episode searches: above 0 once one was stopped at its budget."""
     return store.database._overflows.rate(("episodes", False))
 
 
 async def test_a_long_ranking_goes_to_a_reader_at_once_and_answers_as_the_loop_would(
-        store: SqliteStore, monkeypatch: pytest.MonkeyPatch) -> None:
+        store: SqliteStore, pooled: list, monkeypatch: pytest.MonkeyPatch) -> None:
     query = KeywordQuery(("apple",), "all", budget=900)  # 1,000 matches: the newest 900 are ranked
-    pooled = []
-    read = store.database.read
-
-    async def counting_read(fn):
-        pooled.append(fn)
-        return await read(fn)
-
-    monkeypatch.setattr(store.database, "read", counting_read)
     hits = await store.keywords.search("episodes", query, 10)
     assert len(hits) == 10 and all("apple" in h.item.user_message for h in hits)
     assert len(pooled) == 1  # on a reader thread, once
@@ -62,15 +68,7 @@ async def test_a_long_ranking_goes_to_a_reader_at_once_and_answers_as_the_loop_w
     assert len(pooled) == 1 and _interrupted(store) > 0.0
 
 
-async def test_a_short_ranking_stays_on_the_loop(store: SqliteStore, monkeypatch: pytest.MonkeyPatch) -> None:
-    pooled = []
-    read = store.database.read
-
-    async def counting_read(fn):
-        pooled.append(fn)
-        return await read(fn)
-
-    monkeypatch.setattr(store.database, "read", counting_read)
+async def test_a_short_ranking_stays_on_the_loop(store: SqliteStore, pooled: list) -> None:
     hits = await store.keywords.search("episodes", KeywordQuery(("quince",), "all", budget=900), 20)
     assert sorted(h.item.user_message for h in hits) == sorted(f"apple number {n} quince" for n in range(0, EPISODES, 100))
     assert pooled == [] and _interrupted(store) == 0.0
