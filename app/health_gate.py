@@ -34,6 +34,7 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResp
 from app.health import HealthMonitor
 from app.metrics import ServiceMetrics
 from app.middleware import REQUEST_ID_HEADER, accept_request_id
+from app.one_write import one_write
 
 log = logging.getLogger("nexusai.request")
 
@@ -144,6 +145,7 @@ class HealthFirstProtocol(HttpToolsProtocol):
         # A request is starting: the connection is not idle. (A probe answered while its bytes
         # were parsed armed the keep-alive timer; a request parsed after it would be cut off.)
         self._unset_keepalive_if_required()
+        one_write(cycle)  # its head and first body part in one socket write (app/one_write.py)
         if not self._in_place or self.flow.write_paused or answered_here(cycle.scope) is None:
             super()._start_asgi_task(cycle, app)
             return
