@@ -147,10 +147,12 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     # headers read at all, which also spares uvicorn's proxy middleware on every request.
     forwarded_allow_ips: Annotated[str, _doc("trusted proxies")] | None = field(
         default=None, name="FORWARDED_ALLOW_IPS")
-    # Worker processes `serve` runs on its one port (app/serving.py); 0: one per usable core, at
-    # most 4. Always 1 where processes cannot share the data (STORE=memory, SQLITE_PATH=:memory:).
+    # Worker processes `serve` runs on its one port (app/serving.py); 0 (the default): one per
+    # usable core, at most 4 — Python runs one request at a time per process, and the reads beside
+    # the Node.js peer were 1.4-1.8x its throughput with two against 0.75-0.9x with one (round 6).
+    # Always 1 where processes cannot share the data (STORE=memory, SQLITE_PATH=:memory:).
     workers: Annotated[int, _doc("worker processes serving the port; 0: one per usable core", ge=0, le=64)] = field(
-        default=1, name="WORKERS")
+        default=0, name="WORKERS")
 
     @property
     def secrets(self) -> tuple[str, ...]:

@@ -18,6 +18,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from app.serving import AUTO_MAX, usable_cores
 from tests.support.process import WriteLoad, wait_for_health
 from tests.support.process_tree import INDEX_HOST_NAME, alive as _alive, comm, index_hosts, until as _until
 from tests.support.server import ServiceProcess, service_env
@@ -221,3 +222,21 @@ def test_several_workers_over_a_store_they_cannot_share_is_a_configuration_error
     result = run_service(["serve"], _env(tmp_path / "memory.db", **variables))
     assert result.returncode == 2
     assert "WORKERS: must be 1 when" in result.stderr
+
+
+def test_by_default_serve_runs_one_worker_per_usable_core_beside_the_index_host(tmp_path):
+    env = _env(tmp_path / "memory.db")
+    del env["WORKERS"]  # the default, as `make run` serves
+    expected = max(1, min(usable_cores(), AUTO_MAX))
+    with ServiceProcess(env) as server:
+        hosts = _until(lambda: index_hosts(server.pid), "the index host")
+        assert len(hosts) == 1
+        workers = _children(server.pid)
+        # One core: the serve process answers itself; more: that many workers under the supervisor.
+        assert len(workers) == (expected if expected > 1 else 0)
+        session = httpx.post(f"{server.url}/sessions", json={"externalId": "default"}).json()["id"]
+        written = httpx.post(f"{server.url}/episodes", json={"sessionId": session, "userMessage": "the default",
+                                                                "aiResponse": "noted"})
+        assert written.status_code == 201
+        assert httpx.get(f"{server.url}/episodes/{written.json()['id']}").status_code == 200
+        assert server.stop() == 0, server.stderr()

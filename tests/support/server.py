@@ -76,6 +76,10 @@ def service_env(
     env["EMBEDDING_DIM"] = "64"
     env["LOG_LEVEL"] = "warning"
     env["HEALTH_INTERVAL"] = "0.1"  # tests poll /health for what they wrote: keep the checks frequent
+    # One HTTP process (the serve process itself) unless a test asks for more: most tests look at
+    # that process (its pid, its signals, its children). The default (WORKERS=0, one per core) is
+    # served by tests/e2e/test_workers.py, which leaves WORKERS unset where it says so.
+    env["WORKERS"] = "1"
     if sqlite_path is not None:
         env["SQLITE_PATH"] = str(sqlite_path)
     env.update(variables or {})

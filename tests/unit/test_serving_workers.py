@@ -19,9 +19,10 @@ def _settings(tmp_path, **env):
     return load_settings({"SQLITE_PATH": str(tmp_path / "m.db"), **env}, dotenv=None)
 
 
-def test_one_worker_unless_workers_says_otherwise(tmp_path):
+def test_one_worker_per_usable_core_unless_workers_says_otherwise(tmp_path):
     settings = _settings(tmp_path)
-    assert settings.workers == 1 and resolve_workers(settings) == 1
+    assert settings.workers == 0 and resolve_workers(settings) == max(1, min(usable_cores(), AUTO_MAX))
+    assert resolve_workers(_settings(tmp_path, WORKERS="1")) == 1
 
 
 def test_workers_0_means_one_per_usable_core_at_most_four(tmp_path):
