@@ -20,6 +20,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
+from adapters.sqlite.errors import busy as _busy, translate_error
+from adapters.sqlite.keyword_upkeep import KeywordUpkeep
 from adapters.sqlite.short_reads import OverflowRates
 from adapters.sqlite.writer_turn import NoTurn, WriterTurn
 from domain.errors import DomainError, Unavailable
@@ -61,23 +63,6 @@ def _configure(conn: sqlite3.Connection, *, writer: bool, synchronous: str = "fu
     conn.execute("PRAGMA cache_size = -65536")
     conn.execute("PRAGMA temp_store = MEMORY")
     conn.execute("PRAGMA mmap_size = 268435456")
-
-
-def translate_error(exc: sqlite3.Error) -> DomainError:
-    """Map SQLite's storage failures to a clean 503 rather than a 500."""
-    text = str(exc).lower()
-    if "full" in text:
-        return Unavailable("the database disk is full; nothing was written")
-    if "readonly" in text or "read-only" in text:
-        return Unavailable("the database is read-only; nothing was written")
-    if "locked" in text or "busy" in text:
-        return Unavailable("the database is busy; retry the request")
-    return Unavailable("the database failed to complete the request")
-
-
-def _busy(exc: sqlite3.OperationalError) -> bool:
-    text = str(exc).lower()
-    return "locked" in text or "busy" in text
 
 
 def create_private(path: Path) -> None:
@@ -186,8 +171,14 @@ class SqliteDatabase:
             return
         self._conn = conn
         self._started.set()
+        upkeep = KeywordUpkeep(conn)  # merges FTS5 segments once writes pause (keyword_upkeep.py)
         while True:
-            item = self._queue.get()
+            try:
+                item = self._queue.get(timeout=upkeep.wait())
+            except queue.Empty:
+                with self._turn:
+                    upkeep.step()
+                continue
             if item is _STOP:
                 break
             batch = [item]
@@ -200,6 +191,7 @@ class SqliteDatabase:
                     self._queue.put(_STOP)
                     break
                 batch.append(nxt)
+            upkeep.written()
             try:
                 with self._turn:
                     self._run_group(conn, batch)

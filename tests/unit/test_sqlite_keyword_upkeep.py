@@ -1,0 +1,106 @@
+"""Once writes pause, the writer thread merges the segments small commits left in the FTS5
+keyword indexes: fewer segments, the same answers, no write lost or kept waiting for long.
+Real SQLite files."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sqlite3
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from adapters.sqlite import keyword_upkeep
+from adapters.sqlite.keyword_upkeep import IDLE_SECONDS, KeywordUpkeep
+from adapters.sqlite.store import SqliteStore
+from domain import writes
+from domain.keywords import plain_query
+from domain.models import NewEpisode
+
+WORDS = ["harbour", "lantern", "orchard", "violin", "glacier", "saffron", "meadow", "compass"]
+
+
+def _segments(path: Path) -> int:
+    with sqlite3.connect(path) as conn:
+        return conn.execute("SELECT count(DISTINCT segid) FROM episodes_fts_idx").fetchone()[0]
+
+
+async def _add_one_by_one(store: SqliteStore, session: int, count: int) -> None:
+    for n in range(count):  # each its own commit: each leaves a segment
+        text = f"{WORDS[n % len(WORDS)]} {WORDS[(n * 3) % len(WORDS)]} note {n}"
+        await store.uow.run(lambda tx, text=text: writes.add_episodes(
+            tx, [NewEpisode(session_id=session, user_message=text, ai_response="kept")]))
+
+
+@pytest.fixture
+async def store(tmp_path: Path) -> AsyncIterator[SqliteStore]:
+    store = SqliteStore.open(str(tmp_path / "upkeep.db"))
+    yield store
+    store.database.close()
+
+
+async def _hits(store: SqliteStore) -> dict[str, list[int]]:
+    return {word: [(hit.item.id, round(hit.score, 9)) for hit in await store.keywords.search("episodes", plain_query(word), 50)] for word in WORDS}
+
+
+async def test_after_a_pause_the_segments_of_many_small_commits_are_merged_and_answers_stay_the_same(store, tmp_path):
+    path = tmp_path / "upkeep.db"
+    session = (await store.uow.run(lambda tx: writes.create_session(tx, "upkeep", {}))).id
+    await _add_one_by_one(store, session, 120)
+    before, hits = _segments(path), await _hits(store)
+    assert before >= 8  # automerge (four per level) leaves several
+    merged = before
+    for _ in range(200):  # bounded: about 10 s
+        await asyncio.sleep(0.05)
+        if (merged := _segments(path)) <= 3:
+            break
+    assert merged < before and merged <= 3
+    assert await _hits(store) == hits
+    with sqlite3.connect(path) as conn:
+        conn.execute("INSERT INTO episodes_fts(episodes_fts) VALUES ('integrity-check')")
+    # Writes go on as before, and the next pause merges again.
+    await _add_one_by_one(store, session, 40)
+    assert len((await _hits(store))["harbour"]) == 20
+
+
+def test_the_writer_waits_forever_until_a_write_then_for_the_idle_time_then_merges_until_done(tmp_path):
+    path = tmp_path / "plain.db"
+    SqliteStore.open(str(path)).database.close()
+    conn = sqlite3.connect(path, isolation_level=None)
+    for n in range(60):
+        conn.execute("INSERT INTO episodes_fts(rowid, user_message, ai_response) VALUES (?, ?, 'x')",
+                     (n + 1, f"word{n % 7} other"))  # autocommit: a segment each
+    upkeep = KeywordUpkeep(conn)
+    assert upkeep.wait() is None
+    upkeep.written()
+    assert upkeep.wait() == IDLE_SECONDS
+    steps = 0
+    while upkeep.wait() is not None and steps < 100:
+        upkeep.step()
+        steps += 1
+        assert upkeep.wait() in (0.0, None)  # while there is work: at once
+    assert upkeep.wait() is None and 1 < steps < 100
+    assert conn.execute("SELECT count(DISTINCT segid) FROM episodes_fts_idx").fetchone()[0] <= 2
+    conn.close()
+
+
+def test_a_step_that_cannot_write_is_logged_and_dropped_until_the_next_writes(tmp_path, caplog):
+    path = tmp_path / "locked.db"
+    SqliteStore.open(str(path)).database.close()
+    conn = sqlite3.connect(path, isolation_level=None, timeout=0.05)
+    other = sqlite3.connect(path, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")  # another writer holds the lock
+    upkeep = KeywordUpkeep(conn)
+    upkeep.written()
+    with caplog.at_level(logging.INFO, logger=keyword_upkeep.__name__):
+        upkeep.step()
+    assert upkeep.wait() is None
+    assert "keyword index merge skipped" in caplog.text and "locked" in caplog.text
+    assert not conn.in_transaction
+    other.execute("ROLLBACK")
+    upkeep.written()
+    upkeep.step()  # the lock is free again: it runs
+    other.close()
+    conn.close()
