@@ -57,12 +57,13 @@ class IndexRole:
         self, *, lock_path: str, socket_path: str, model: ModelRef,
         open_manager: Callable[[], IndexManager], close_owned: Callable[[], Awaitable[None]],
         follow_seconds: float = FOLLOW_SECONDS, may_own: bool = True,
-        dead_lettered: Callable[[], int] = lambda: 0,
+        dead_lettered: Callable[[], int] = lambda: 0, embedder: Any = None,
     ) -> None:
         self._lock = OwnerLock(lock_path)
         self._follow_seconds = follow_seconds
         self.may_own = may_own  # False: a follower only (an HTTP process beside an index host)
         self._dead_lettered = dead_lettered
+        self._embedder = embedder  # an owner embeds the followers' queries with it (``SocketEmbedder``)
         self.socket_path = socket_path
         self._open_manager = open_manager
         self._close_owned = close_owned
@@ -162,8 +163,7 @@ class IndexRole:
             manager = self._open_manager()
             await manager.start()  # never waits for a build; derived data does not hold anything up
             manager.run()
-            server = IndexServer(manager, self.socket_path, extras={"report": self._report},
-                                 on_notify=self._notify_worker)
+            server = IndexServer(manager, self.socket_path, extras=self._extras(), on_notify=self._notify_worker)
             await server.start()
         except BaseException:
             self._lock.release()
@@ -175,6 +175,15 @@ class IndexRole:
             self._worker.start()
         log.info("process %d owns the vector index (serving the other processes on %s)",
                  os.getpid(), self.socket_path)
+
+    def _extras(self) -> dict[str, Callable[..., Awaitable[Any]]]:
+        extras: dict[str, Callable[..., Awaitable[Any]]] = {"report": self._report}
+        embedder = self._embedder
+        if embedder is not None:
+            # A follower's query goes before the documents the worker is embedding (``EncodeLane``).
+            extras["embed"] = getattr(embedder, "embed_query", embedder.embed)
+            extras["embedder_probe"] = embedder.probe
+        return extras
 
     async def _report(self) -> dict[str, Any]:
         manager = self.manager
@@ -343,7 +352,7 @@ def attach_index_role(container: Any, settings: Any, *, may_own: bool = True) ->
     manager (and with it the index) only if this process may own it and wins the election."""
     from dependency_injector import providers
 
-    from app.container import _index_manager
+    from app.container import _index_manager, embed_through_owner
 
     owned = providers.Singleton(_index_manager, container.vector_index, container.catalog, container.store,
                                 container.embedder, container.settings)
@@ -372,8 +381,11 @@ def attach_index_role(container: Any, settings: Any, *, may_own: bool = True) ->
     role = IndexRole(lock_path=lock_path, socket_path=socket_path,
                      model=ModelRef(settings.embedder, embedder.model, embedder.dimension),
                      open_manager=open_manager, close_owned=close_owned, may_own=may_own,
-                     dead_lettered=lambda: container.indexing().dead_lettered)
+                     dead_lettered=lambda: container.indexing().dead_lettered,
+                     embedder=embedder if may_own else None)
     container.index_manager.override(providers.Object(role.view))
+    if not may_own:  # a follower only: the owner's model embeds its queries (no copy loaded here)
+        embed_through_owner(container, role.remote)
     # The container's worker lifecycle becomes the role's: it runs the election (and, in the
     # owner, the embedding worker) and stops it all at shutdown, after the health monitor that
     # names it. The index manager and the index are the role's to open and close.

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 
 import numpy as np
@@ -131,15 +132,18 @@ class BertSentenceEncoder:
             "ln2_w": get("output.LayerNorm.weight"), "ln2_b": get("output.LayerNorm.bias"),
         }
 
-    def encode(self, texts: Sequence[str], batch_size: int = 32) -> np.ndarray:
-        """One unit-length float32 row per text, in the order given."""
+    def encode(self, texts: Sequence[str], batch_size: int = 32,
+               turn: Callable[[], AbstractContextManager] = nullcontext) -> np.ndarray:
+        """One unit-length float32 row per text, in the order given. Each batch runs inside
+        ``turn()`` (the caller's lane: a query may go between two batches of documents)."""
         encodings = self._tokenizer.encode_batch(list(texts))
         # Batches of similar length waste little work on padding (sentence-transformers does the same).
         order = sorted(range(len(encodings)), key=lambda i: len(encodings[i].ids))
         out = np.empty((len(encodings), self.dimension), dtype=np.float32)
         for start in range(0, len(order), batch_size):
             chosen = order[start : start + batch_size]
-            out[chosen] = self._forward([encodings[i].ids for i in chosen])
+            with turn():
+                out[chosen] = self._forward([encodings[i].ids for i in chosen])
         return out
 
     def _forward(self, token_ids: list[list[int]]) -> np.ndarray:

@@ -17,11 +17,13 @@ import importlib
 import logging
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
 
 from adapters.embedders.common import EmbedderFacts, batches, probe_by_embedding, validated_vectors
+from adapters.embedders.lane import EncodeLane
 from domain.errors import EmbeddingError
 from ports.embedder import EmbedderStatus
 
@@ -99,7 +101,7 @@ class _InProcessEmbedder(EmbedderFacts):
         self._done = threading.Event()
         self._thread: threading.Thread | None = None
         self._start_lock = threading.Lock()
-        self._encode_lock = threading.Lock()
+        self.lane = EncodeLane()  # one batch at a time on the model, queries first
 
     def start(self) -> None:
         """Begin loading the model in a background thread; returns at once (idempotent)."""
@@ -142,26 +144,39 @@ class _InProcessEmbedder(EmbedderFacts):
         return self._loaded
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """Documents: the model is taken one ``max_batch`` at a time, a waiting query first."""
+        return await self._embed(texts, query=False)
+
+    async def embed_query(self, texts: Sequence[str]) -> list[list[float]]:
+        """Texts a caller waits for (a search's query): encoded at the next turn of the model,
+        before any document batch still waiting (``EncodeLane``)."""
+        return await self._embed(texts, query=True)
+
+    async def _embed(self, texts: Sequence[str], *, query: bool) -> list[list[float]]:
         if not texts:
             return []
         if not self._done.is_set():
             await asyncio.to_thread(self._wait_loaded)
         vectors: list[list[float]] = []
         for batch in batches(list(texts), self._max_batch * 8):
-            raw = await asyncio.to_thread(self._encode, list(batch))
+            raw = await asyncio.to_thread(self._encode, list(batch), query)
             vectors.extend(validated_vectors(raw, expected_count=len(batch), dimension=self._dimension,
                                              source=f"local model {self._model!r}"))
         return vectors
 
-    def _encode(self, texts: list[str]) -> list[list[float]]:
+    def _encode(self, texts: list[str], query: bool = False) -> list[list[float]]:
         loaded = self._wait_loaded()
-        with self._encode_lock:
-            try:
-                return self._encode_loaded(loaded, texts).tolist()
-            except Exception as error:  # numpy and torch raise many types; the port promises one
-                raise EmbeddingError(
-                    f"local model {self._model!r} failed to encode: {type(error).__name__}: {error}"
-                ) from error
+        try:
+            if query:  # one turn for the whole call: a query is short
+                with self.lane.turn(query=True):
+                    return self._encode_loaded(loaded, texts, nullcontext).tolist()
+            return self._encode_loaded(loaded, texts, lambda: self.lane.turn(query=False)).tolist()
+        except EmbeddingError:
+            raise
+        except Exception as error:  # numpy and torch raise many types; the port promises one
+            raise EmbeddingError(
+                f"local model {self._model!r} failed to encode: {type(error).__name__}: {error}"
+            ) from error
 
     async def probe(self) -> EmbedderStatus:
         """"starting" at once while the model loads (the first probe begins the load); then one
@@ -183,7 +198,8 @@ class _InProcessEmbedder(EmbedderFacts):
     def _load(self, path: str) -> Any:
         raise NotImplementedError
 
-    def _encode_loaded(self, loaded: Any, texts: list[str]) -> Any:
+    def _encode_loaded(self, loaded: Any, texts: list[str], turn: Callable[[], AbstractContextManager]) -> Any:
+        """Encode ``texts``, each batch of ``max_batch`` inside ``turn()``."""
         raise NotImplementedError
 
     def _check_dimension(self, actual: int | None) -> None:
@@ -214,8 +230,8 @@ class LocalEmbedder(_InProcessEmbedder):
         self._check_dimension(encoder.dimension)
         return encoder
 
-    def _encode_loaded(self, loaded: Any, texts: list[str]) -> Any:
-        return loaded.encode(texts, batch_size=self._max_batch)
+    def _encode_loaded(self, loaded: Any, texts: list[str], turn: Callable[[], AbstractContextManager]) -> Any:
+        return loaded.encode(texts, batch_size=self._max_batch, turn=turn)
 
 
 class SentenceTransformersEmbedder(_InProcessEmbedder):
@@ -246,9 +262,15 @@ class SentenceTransformersEmbedder(_InProcessEmbedder):
         self._check_dimension(_model_dimension(model))
         return model
 
-    def _encode_loaded(self, loaded: Any, texts: list[str]) -> Any:
-        return loaded.encode(texts, batch_size=self._max_batch, convert_to_numpy=True,
-                             normalize_embeddings=True, show_progress_bar=False)
+    def _encode_loaded(self, loaded: Any, texts: list[str], turn: Callable[[], AbstractContextManager]) -> Any:
+        import numpy as np
+
+        parts = []
+        for batch in batches(texts, self._max_batch):
+            with turn():
+                parts.append(loaded.encode(list(batch), batch_size=self._max_batch, convert_to_numpy=True,
+                                           normalize_embeddings=True, show_progress_bar=False))
+        return np.concatenate(parts)
 
 
 def _model_dimension(model: Any) -> int | None:
