@@ -32,6 +32,7 @@ from typing import Any
 
 from adapters.ipc.client import SocketVectorIndex
 from adapters.ipc.election import OwnerLock
+from adapters.ipc.embedder import owner_operations
 from adapters.ipc.server import IndexServer
 from app.worker import EmbeddingWorker
 from domain.errors import VectorIndexError
@@ -178,11 +179,8 @@ class IndexRole:
 
     def _extras(self) -> dict[str, Callable[..., Awaitable[Any]]]:
         extras: dict[str, Callable[..., Awaitable[Any]]] = {"report": self._report}
-        embedder = self._embedder
-        if embedder is not None:
-            # A follower's query goes before the documents the worker is embedding (``EncodeLane``).
-            extras["embed"] = getattr(embedder, "embed_query", embedder.embed)
-            extras["embedder_probe"] = embedder.probe
+        if self._embedder is not None:  # a follower's query goes before the worker's documents
+            extras.update(owner_operations(self._embedder))
         return extras
 
     async def _report(self) -> dict[str, Any]:

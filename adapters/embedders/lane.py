@@ -21,6 +21,7 @@ class EncodeLane:
         self._turns = threading.Condition()
         self._busy = False
         self._queries_waiting = 0
+        self._documents_waiting = 0
         self.query_turns = 0  # turns taken, for tests and for anyone curious
         self.document_turns = 0
 
@@ -36,7 +37,11 @@ class EncodeLane:
                     self._queries_waiting -= 1
                 self.query_turns += 1
             else:
-                self._turns.wait_for(lambda: not self._busy and not self._queries_waiting)
+                self._documents_waiting += 1
+                try:
+                    self._turns.wait_for(lambda: not self._busy and not self._queries_waiting)
+                finally:
+                    self._documents_waiting -= 1
                 self.document_turns += 1
             self._busy = True
         try:
@@ -49,3 +54,7 @@ class EncodeLane:
     @property
     def queries_waiting(self) -> int:
         return self._queries_waiting
+
+    @property
+    def documents_waiting(self) -> int:
+        return self._documents_waiting

@@ -17,7 +17,8 @@ the reason when it cannot answer.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
 
 from adapters.embedders.common import EmbedderFacts, validated_vectors
 from adapters.ipc.client import SocketVectorIndex
@@ -64,3 +65,9 @@ class SocketEmbedder(EmbedderFacts):
         self._answered = True
         return EmbedderStatus(reachable=found.reachable, model=self._model, dimension=self._dimension,
                               error=found.error, starting=found.starting)
+
+
+def owner_operations(embedder: Any) -> dict[str, Callable[..., Awaitable[Any]]]:
+    """What the owner's ``IndexServer`` answers a ``SocketEmbedder`` with: its embedder's
+    ``embed_query`` (an in-process model's query lane; ``embed`` elsewhere) and ``probe``."""
+    return {"embed": getattr(embedder, "embed_query", embedder.embed), "embedder_probe": embedder.probe}
