@@ -133,17 +133,23 @@ class BertSentenceEncoder:
         }
 
     def encode(self, texts: Sequence[str], batch_size: int = 32,
-               turn: Callable[[], AbstractContextManager] = nullcontext) -> np.ndarray:
-        """One unit-length float32 row per text, in the order given. Each batch runs inside
-        ``turn()`` (the caller's lane: a query may go between two batches of documents)."""
+               turn: Callable[[], AbstractContextManager] = nullcontext, turn_tokens: int | None = None) -> np.ndarray:
+        """One unit-length float32 row per text, in the order given. Each forward pass runs inside
+        ``turn()`` (the caller's lane: a query may go between two of them); ``turn_tokens`` caps a
+        pass at that many padded tokens (fewer texts per pass when they are long), so the wait
+        between two turns stays short whatever the texts' length."""
         encodings = self._tokenizer.encode_batch(list(texts))
         # Batches of similar length waste little work on padding (sentence-transformers does the same).
         order = sorted(range(len(encodings)), key=lambda i: len(encodings[i].ids))
         out = np.empty((len(encodings), self.dimension), dtype=np.float32)
         for start in range(0, len(order), batch_size):
             chosen = order[start : start + batch_size]
-            with turn():
-                out[chosen] = self._forward([encodings[i].ids for i in chosen])
+            longest = max(len(encodings[i].ids) for i in chosen)
+            step = max(1, turn_tokens // longest) if turn_tokens else len(chosen)
+            for first in range(0, len(chosen), step):
+                part = chosen[first : first + step]
+                with turn():
+                    out[part] = self._forward([encodings[i].ids for i in part])
         return out
 
     def _forward(self, token_ids: list[list[int]]) -> np.ndarray:
