@@ -8,6 +8,10 @@ already in the Hugging Face cache. Nothing is downloaded, so start-up works offl
 Loading takes from a fraction of a second (numpy) to many (torch), so it happens in a background
 thread that ``start()`` begins: ``probe()`` answers "starting" at once meanwhile, and ``embed()``
 waits for the load in a worker thread, never on the event loop.
+
+Encoding takes turns on the model (``EncodeLane``): documents one short forward pass at a time,
+queries (``embed_query``: a search's text, also what the index host answers ``SocketEmbedder``
+with) at the next turn, on threads of their own.
 """
 
 from __future__ import annotations
@@ -150,7 +154,8 @@ class _InProcessEmbedder(EmbedderFacts):
         return self._loaded
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        """Documents: the model is taken one ``max_batch`` at a time, a waiting query first."""
+        """Documents: the model is taken one forward pass (at most ``TURN_TOKENS`` padded tokens)
+        at a time, and a waiting query goes between two passes (``EncodeLane``)."""
         return await self._embed(texts, query=False)
 
     async def embed_query(self, texts: Sequence[str]) -> list[list[float]]:
