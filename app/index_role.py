@@ -164,7 +164,8 @@ class IndexRole:
             manager = self._open_manager()
             await manager.start()  # never waits for a build; derived data does not hold anything up
             manager.run()
-            server = IndexServer(manager, self.socket_path, extras=self._extras(), on_notify=self._notify_worker)
+            extras = {"report": self._report, **owner_operations(self._embedder)}  # followers' queries too
+            server = IndexServer(manager, self.socket_path, extras=extras, on_notify=self._notify_worker)
             await server.start()
         except BaseException:
             self._lock.release()
@@ -176,12 +177,6 @@ class IndexRole:
             self._worker.start()
         log.info("process %d owns the vector index (serving the other processes on %s)",
                  os.getpid(), self.socket_path)
-
-    def _extras(self) -> dict[str, Callable[..., Awaitable[Any]]]:
-        extras: dict[str, Callable[..., Awaitable[Any]]] = {"report": self._report}
-        if self._embedder is not None:  # a follower's query goes before the worker's documents
-            extras.update(owner_operations(self._embedder))
-        return extras
 
     async def _report(self) -> dict[str, Any]:
         manager = self.manager

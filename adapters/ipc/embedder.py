@@ -69,5 +69,8 @@ class SocketEmbedder(EmbedderFacts):
 
 def owner_operations(embedder: Any) -> dict[str, Callable[..., Awaitable[Any]]]:
     """What the owner's ``IndexServer`` answers a ``SocketEmbedder`` with: its embedder's
-    ``embed_query`` (an in-process model's query lane; ``embed`` elsewhere) and ``probe``."""
+    ``embed_query`` (an in-process model's query lane; ``embed`` elsewhere) and ``probe``; nothing
+    without an embedder."""
+    if embedder is None:
+        return {}
     return {"embed": getattr(embedder, "embed_query", embedder.embed), "embedder_probe": embedder.probe}

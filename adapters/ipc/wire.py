@@ -3,8 +3,9 @@
 A frame is ``<u32 big-endian length><msgpack body>``. A request is ``[id, op, args]`` with
 ``args`` decoded by the operation's own type (``ARGS``); an answer is ``[id, error, disk_low,
 result]``, ``error`` being ``None`` or ``[kind, message, collection, existing, configured]`` so a
-``DimensionMismatch`` (or an ``EmbeddingError``) crosses the socket as itself. ``disk_low`` rides on every answer: the port's
-``disk_low()`` is synchronous, so the client answers it from the last frame it read.
+``DimensionMismatch`` or an ``EmbeddingError`` crosses the socket as itself. ``disk_low`` rides on
+every answer: the port's ``disk_low()`` is synchronous, so the client answers it from the last
+frame it read.
 
 Requests on one connection are answered in any order (each runs as its own task on the owner);
 ``id`` pairs them up. ``notify`` is the only request without an answer.
