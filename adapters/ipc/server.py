@@ -5,7 +5,7 @@ the service's other worker processes. The socket file is created with mode 0600 
 (bound under a temporary name, narrowed, then renamed into place, so it is never reachable with
 wider rights). Every request runs as its own task, so a slow build batch never holds up a search.
 ``target`` is any ``VectorIndex`` (the contract suite serves a bare adapter; the service serves
-its ``IndexManager``); ``extras`` answers operations beyond the port (``report``), and
+its ``IndexManager``); ``extras`` answers operations beyond the port (``report``, ``embed``), and
 ``on_notify`` is called for each ``notify`` frame.
 """
 
@@ -51,7 +51,7 @@ class _Build:
 
 
 class IndexServer:
-    def __init__(self, target: Any, path: str | Path, *, extras: dict[str, Callable[[], Awaitable[Any]]] | None = None,
+    def __init__(self, target: Any, path: str | Path, *, extras: dict[str, Callable[..., Awaitable[Any]]] | None = None,
                  on_notify: Callable[[], None] = lambda: None) -> None:
         self._target = target
         self.path = str(path)
@@ -158,7 +158,7 @@ class IndexServer:
         if op == "hello":
             return {"pid": os.getpid(), "persistent": bool(getattr(target, "persistent", False))}
         if op in self._extras:
-            return await self._extras[op]()
+            return await self._extras[op](*args)
         if op == "build_open":
             self._next_build += 1
             self._builds[self._next_build] = _Build(target, *args, writer)

@@ -3,8 +3,9 @@
 A frame is ``<u32 big-endian length><msgpack body>``. A request is ``[id, op, args]`` with
 ``args`` decoded by the operation's own type (``ARGS``); an answer is ``[id, error, disk_low,
 result]``, ``error`` being ``None`` or ``[kind, message, collection, existing, configured]`` so a
-``DimensionMismatch`` crosses the socket as itself. ``disk_low`` rides on every answer: the port's
-``disk_low()`` is synchronous, so the client answers it from the last frame it read.
+``DimensionMismatch`` or an ``EmbeddingError`` crosses the socket as itself. ``disk_low`` rides on
+every answer: the port's ``disk_low()`` is synchronous, so the client answers it from the last
+frame it read.
 
 Requests on one connection are answered in any order (each runs as its own task on the owner);
 ``id`` pairs them up. ``notify`` is the only request without an answer.
@@ -21,8 +22,9 @@ from typing import Any
 
 import msgspec
 
-from domain.errors import DimensionMismatch, VectorIndexError
+from domain.errors import DimensionMismatch, EmbeddingError, VectorIndexError
 from domain.vectors import PointBatch, VectorFilter, VectorHit, VectorPoint
+from ports.embedder import EmbedderStatus
 
 HEADER = struct.Struct(">I")
 MAX_FRAME = 256 * 2**20  # a build batch of 4096 x 4096-d float16 vectors fits with room to spare
@@ -36,7 +38,7 @@ class Request(msgspec.Struct, array_like=True):
 
 
 class Failure(msgspec.Struct, array_like=True):
-    kind: str  # "index" or "dimension"
+    kind: str  # "index", "dimension" or "embedding"
     message: str
     collection: str | None = None
     existing: int | None = None
@@ -74,6 +76,9 @@ ARGS: dict[str, Any] = {
     "health": tuple[()],
     # Beyond the port: what a worker that does not own the index asks its owner.
     "report": tuple[()],
+    # The owner's embedder, for a worker that loads no model of its own (``SocketEmbedder``).
+    "embed": tuple[list[str]],
+    "embedder_probe": tuple[()],
 }
 
 # What each answer's ``result`` decodes to on the client.
@@ -88,6 +93,8 @@ RESULTS: dict[str, Any] = {
     "rebuild_advised": bool,
     "health": str | None,
     "report": dict[str, Any],
+    "embed": list[list[float]],
+    "embedder_probe": EmbedderStatus,
 }
 
 _encoder = msgspec.msgpack.Encoder()
@@ -139,6 +146,8 @@ def decode_result(op: str, raw: msgspec.Raw) -> Any:
 def failure_of(error: Exception) -> Failure:
     if isinstance(error, DimensionMismatch):
         return Failure("dimension", error.message, error.collection, error.existing, error.configured)
+    if isinstance(error, EmbeddingError):
+        return Failure("embedding", error.message)
     message = error.message if isinstance(error, VectorIndexError) else f"{type(error).__name__}: {error}"
     return Failure("index", message)
 
@@ -146,6 +155,8 @@ def failure_of(error: Exception) -> Failure:
 def raise_failure(failure: Failure) -> None:
     if failure.kind == "dimension" and failure.collection is not None:
         raise DimensionMismatch(failure.collection, failure.existing or 0, failure.configured or 0)
+    if failure.kind == "embedding":
+        raise EmbeddingError(failure.message)
     raise VectorIndexError(failure.message)
 
 

@@ -1,0 +1,76 @@
+"""``SocketEmbedder``: the ``Embedder`` port answered by the index owner's model over its socket.
+
+An in-process model (``EMBEDDER=local`` or ``sentence-transformers``) costs a copy of its weights
+in every process that loads it. The index host loads it anyway (it embeds the documents), so an
+HTTP process asks the host to embed its queries instead of loading a copy of its own: one model
+per service, whatever ``WORKERS`` is. The host encodes them in its query lane (``EncodeLane``),
+ahead of any document batch still waiting.
+
+The connection is the process's ``SocketVectorIndex`` (one per process, calls answered out of
+order). While the host does not answer (starting, restarting, hung), ``embed`` raises
+``EmbeddingError`` within ``timeout`` seconds, as an embedding service that is down does:
+searches then answer from keywords. ``probe`` reports the host's model: "starting" while it loads
+(and while the host has not answered since this process started, for ``STARTING_SECONDS``), and
+the reason when it cannot answer.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+from adapters.embedders.common import EmbedderFacts, validated_vectors
+from adapters.ipc.client import SocketVectorIndex
+from domain.errors import EmbeddingError, VectorIndexError
+from ports.embedder import EmbedderStatus
+
+STARTING_SECONDS = 60.0  # a host not yet heard from is "starting" this long, then "down"
+
+
+class SocketEmbedder(EmbedderFacts):
+    def __init__(self, client: SocketVectorIndex, model: str, dimension: int, max_batch: int = 16, *,
+                 timeout: float = 30.0, starting_seconds: float = STARTING_SECONDS) -> None:
+        self._client = client
+        self._model, self._dimension, self._max_batch = model, dimension, max_batch
+        self._timeout = timeout
+        self._starting_until = time.monotonic() + starting_seconds
+        self._answered = False  # the host has answered since this process started
+
+    @property
+    def where(self) -> str:
+        return "in the index host"
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        if not texts:
+            return []
+        try:
+            raw = await self._client.ask("embed", list(texts), timeout=self._timeout)
+        except VectorIndexError as exc:
+            raise EmbeddingError(f"local model {self._model!r} in the index host: {exc.message}") from None
+        self._answered = True
+        return validated_vectors(raw, expected_count=len(texts), dimension=self._dimension,
+                                 source=f"local model {self._model!r} in the index host")
+
+    async def probe(self) -> EmbedderStatus:
+        """The host's own probe ("starting" while its model loads); never raises."""
+        try:
+            found: EmbedderStatus = await self._client.ask("embedder_probe", timeout=self._timeout)
+        except (VectorIndexError, EmbeddingError) as exc:
+            starting = not self._answered and time.monotonic() < self._starting_until
+            why = "waiting for the index host (it loads the model)" if starting else "the index host does not answer"
+            return EmbedderStatus(reachable=False, model=self._model, dimension=self._dimension,
+                                  error=" ".join(f"local model {self._model!r}: {why}: {exc.message}".split()),
+                                  starting=starting)
+        self._answered = True
+        return EmbedderStatus(reachable=found.reachable, model=self._model, dimension=self._dimension,
+                              error=found.error, starting=found.starting)
+
+
+def owner_operations(embedder: Any) -> dict[str, Callable[..., Awaitable[Any]]]:
+    """What the owner's ``IndexServer`` answers a ``SocketEmbedder`` with: its embedder's
+    ``embed_query`` (an in-process model's query lane; ``embed`` elsewhere) and ``probe``; nothing
+    without an embedder."""
+    if embedder is None:
+        return {}
+    return {"embed": getattr(embedder, "embed_query", embedder.embed), "embedder_probe": embedder.probe}

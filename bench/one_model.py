@@ -1,0 +1,124 @@
+"""Issue 15, one model copy: memory and hybrid-search latency with the default in-process model.
+
+Starts ``memory-service serve`` (EMBEDDER=local, all-MiniLM-L6-v2 in numpy) on a fresh small store
+with ``WORKERS`` HTTP processes, writes ``--episodes`` episodes, waits until they are embedded,
+then times ``--searches`` hybrid ``POST /search`` one at a time (1 connection) and reads the
+resident memory of the whole process tree (RSS summed per process, and PSS, which shares pages
+out fairly). ``--busy`` then writes that many longer episodes at once and times the same searches
+while the embedding worker drains that backlog (what the host's query lane is for).
+
+    HF_HUB_OFFLINE=1 .venv/bin/python bench/one_model.py --workers 1
+    # the code of another tree (e.g. main, unpacked with git archive) with this venv:
+    HF_HUB_OFFLINE=1 PYTHONPATH=/tmp/main-tree .venv/bin/python bench/one_model.py --workers 1
+
+One JSON line per run. Keep runs short on a shared machine and say its load (printed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from tests.support.process import wait_for_backlog  # noqa: E402
+from tests.support.process_tree import tree  # noqa: E402
+from tests.support.server import ServiceProcess, service_env  # noqa: E402
+
+WORDS = ("harbour boat kitten budget launch lisbon cello ramen deploy friday meeting tuesday garden "
+         "river mountain coffee invoice spark rocket piano").split()
+
+
+def memory(root: int) -> dict:
+    rss = pss = count = 0
+    for pid in tree(root):
+        try:
+            status = Path(f"/proc/{pid}/status").read_text()
+            rollup = Path(f"/proc/{pid}/smaps_rollup").read_text()
+        except OSError:
+            continue
+        count += 1
+        rss += next(int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:"))
+        pss += next(int(line.split()[1]) for line in rollup.splitlines() if line.startswith("Pss:"))
+    return {"rss_mb": round(rss / 1024, 1), "pss_mb": round(pss / 1024, 1), "processes": count}
+
+
+def text(i: int, words: int) -> str:
+    return " ".join(WORDS[(i * 7 + k * 3) % len(WORDS)] for k in range(words)) + f" note {i}"
+
+
+def timed_searches(client: httpx.Client, count: int) -> dict:
+    seconds, degraded = [], 0
+    for i in range(count):
+        started = time.perf_counter()
+        body = client.post("/search", json={"query": f"{WORDS[i % len(WORDS)]} {WORDS[(i * 5) % len(WORDS)]}",
+                                            "limit": 10}).json()
+        seconds.append(time.perf_counter() - started)
+        degraded += bool(body["degraded"])
+    seconds.sort()
+    return {"p50_ms": round(statistics.median(seconds) * 1000, 2),
+            "p90_ms": round(seconds[int(len(seconds) * 0.9)] * 1000, 2),
+            "max_ms": round(seconds[-1] * 1000, 2), "degraded": degraded}
+
+
+def pending(client: httpx.Client) -> int:
+    return client.get("/health").json()["components"]["embeddingBacklog"]["pending"]
+
+
+def run(args: argparse.Namespace) -> dict:
+    with tempfile.TemporaryDirectory(prefix="one-model-") as tmp:
+        env = service_env(Path(tmp) / "memory.db", {"WORKERS": str(args.workers), "LOG_LEVEL": "warning"})
+        for variable in ("EMBEDDER", "EMBEDDING_DIM", "EMBEDDING_MODEL"):
+            env.pop(variable, None)
+        if os.environ.get("PYTHONPATH"):
+            env["PYTHONPATH"] = os.environ["PYTHONPATH"]
+        with ServiceProcess(env, log_dir=tmp) as server, httpx.Client(base_url=server.url, timeout=60.0) as client:
+            session = client.post("/sessions", json={"externalId": "bench"}).json()["id"]
+            for i in range(args.episodes):
+                client.post("/episodes", json={"sessionId": session, "userMessage": text(i, 12), "aiResponse": "ok"})
+            wait_for_backlog(server.url, pending=0, timeout=300)
+            timed_searches(client, 20)  # warm: every worker process has answered some
+            idle = timed_searches(client, args.searches)
+            result = {"workers": args.workers, "pythonpath": os.environ.get("PYTHONPATH", ""),
+                      "episodes": args.episodes, "idle": idle, "memory": memory(server.pid),
+                      "load": os.getloadavg()[0]}
+            if args.busy:
+                def write() -> None:
+                    with httpx.Client(base_url=server.url, timeout=60.0) as writer:
+                        for i in range(args.busy):
+                            writer.post("/episodes", json={"sessionId": session, "userMessage": text(i, 120),
+                                                           "aiResponse": text(i + 1, 60)})
+                writer = threading.Thread(target=write)
+                writer.start()
+                while pending(client) < min(args.busy, 64):  # the worker has a backlog to chew on
+                    time.sleep(0.05)
+                before = pending(client)
+                busy = timed_searches(client, args.searches)
+                busy["pending_before"], busy["pending_after"] = before, pending(client)
+                writer.join()
+                result["busy"] = busy
+            server.stop()
+            return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--episodes", type=int, default=200)
+    parser.add_argument("--searches", type=int, default=200)
+    parser.add_argument("--busy", type=int, default=0, help="episodes written at once before the busy searches")
+    print(json.dumps(run(parser.parse_args())), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,125 @@
+"""The in-process model's lane: a query waits for at most the one document batch being encoded.
+
+Real threads, the real packaged model; the order of turns is recorded, never timed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import pytest
+
+from adapters.embedders.lane import EncodeLane
+from adapters.embedders.local import LocalEmbedder
+
+
+class RecordingLane(EncodeLane):
+    """Records who took each turn; the first document turn is held until ``release`` is set."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.order: list[str] = []
+        self.holding = threading.Event()
+        self.release = threading.Event()
+
+    @contextmanager
+    def turn(self, *, query: bool) -> Iterator[None]:
+        with super().turn(query=query):
+            self.order.append("query" if query else "document")
+            if not query and self.order.count("document") == 1:
+                self.holding.set()
+                self.release.wait(60)  # bounded: a broken test still ends
+            yield
+
+
+async def _until(check, what: str) -> None:
+    for _ in range(6000):
+        if check():
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"never happened: {what}")
+
+
+@pytest.fixture(scope="module")
+def model() -> LocalEmbedder:
+    return LocalEmbedder("all-MiniLM-L6-v2")
+
+
+def test_a_waiting_query_goes_before_a_waiting_document_batch() -> None:
+    lane = EncodeLane()
+    order: list[str] = []
+    first = threading.Event()
+    done = threading.Event()
+
+    def take(kind: str, hold: threading.Event | None = None) -> None:
+        with lane.turn(query=kind == "query"):
+            order.append(kind)
+            if hold is not None:
+                first.set()
+                hold.wait(30)
+
+    holder = threading.Thread(target=take, args=("document", done))
+    holder.start()
+    assert first.wait(30)
+    documents = threading.Thread(target=take, args=("document",))
+    documents.start()
+    for _ in range(3000):
+        if lane.documents_waiting == 1:
+            break
+        threading.Event().wait(0.01)
+    query = threading.Thread(target=take, args=("query",))
+    query.start()
+    for _ in range(3000):
+        if lane.queries_waiting == 1:
+            break
+        threading.Event().wait(0.01)
+    assert (lane.documents_waiting, lane.queries_waiting) == (1, 1)
+    done.set()
+    for thread in (holder, documents, query):
+        thread.join(30)
+
+    assert order == ["document", "query", "document"]
+    assert (lane.query_turns, lane.document_turns) == (1, 2)
+
+
+async def test_a_query_waits_for_one_document_batch_not_the_whole_call(model: LocalEmbedder) -> None:
+    lane = model.lane = RecordingLane()
+    texts = [f"document number {index} about the harbour and its boats" for index in range(8 * model.max_batch)]
+    documents = asyncio.create_task(model.embed(texts))  # one worker call: 8 batches
+    await _until(lane.holding.is_set, "the first document batch to take the model")
+    query = asyncio.create_task(model.embed_query(["where are the boats?"]))
+    await _until(lambda: lane.queries_waiting == 1, "the query to wait for its turn")
+    lane.release.set()
+
+    (vector,) = await query
+    vectors = await documents
+
+    assert lane.order == ["document", "query"] + ["document"] * 7
+    assert len(vector) == model.dimension and len(vectors) == len(texts)
+    # The lane changes the order of work, not its result.
+    (alone,) = await model.embed_query([texts[-1]])
+    assert alone == pytest.approx(vectors[-1], abs=1e-5)
+
+
+async def test_a_query_reaches_the_lane_while_document_calls_fill_the_shared_threads(model: LocalEmbedder) -> None:
+    # The host's default executor is shared (SQLite, the worker's 4 concurrent embed calls): a
+    # query queued there behind document calls would never get to ask for its turn.
+    lane = model.lane = RecordingLane()
+    loop = asyncio.get_running_loop()
+    loop.set_default_executor(ThreadPoolExecutor(1))
+    texts = [f"document {index} on the lighthouse keeper's log" for index in range(2 * model.max_batch)]
+    first = asyncio.create_task(model.embed(texts))
+    await _until(lane.holding.is_set, "the first document call to take the model")
+    second = asyncio.create_task(model.embed(texts))  # queued: the one shared thread is taken
+    query = asyncio.create_task(model.embed_query(["who keeps the lighthouse?"]))
+    await _until(lambda: lane.queries_waiting == 1, "the query to wait for its turn")
+    lane.release.set()
+
+    await asyncio.gather(first, second, query)
+
+    assert lane.order[:2] == ["document", "query"]
+    assert lane.order.count("document") == 4

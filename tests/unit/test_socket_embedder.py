@@ -1,0 +1,110 @@
+"""``SocketEmbedder`` and the owner's ``embed`` / ``embedder_probe`` operations, over a real unix
+socket: the owner's model answers; its failures cross as ``EmbeddingError``; an owner that is
+gone or does not answer is an ``EmbeddingError`` within the timeout, never a hang."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from adapters.embedders.hashing import HashEmbedder, hash_vector
+from adapters.embedders.local import LocalEmbedder
+from adapters.ipc import wire
+from adapters.ipc.client import SocketVectorIndex
+from adapters.ipc.embedder import SocketEmbedder, owner_operations
+from adapters.ipc.server import IndexServer
+from adapters.memory.vector_index import InMemoryVectorIndex
+from domain.errors import EmbeddingError
+from tests.support.loading_embedder import GatedLocalEmbedder
+from tests.support.served_embedder import served_embedder
+
+
+async def test_queries_are_embedded_by_the_owners_model(tmp_path: Path) -> None:
+    async with served_embedder(HashEmbedder(16), tmp_path / "owner.sock") as embedder:
+        vectors = await embedder.embed(["alpha", "beta"])
+
+        assert vectors == [pytest.approx(hash_vector(text, 16)) for text in ["alpha", "beta"]]
+        assert (await embedder.probe()).reachable
+
+
+async def test_the_owners_model_failure_crosses_the_socket_as_an_embedding_error(tmp_path: Path) -> None:
+    wrong = LocalEmbedder("all-MiniLM-L6-v2", 768)  # the host's model makes 384-d vectors
+    async with served_embedder(wrong, tmp_path / "owner.sock") as embedder:
+        with pytest.raises(EmbeddingError, match="384-d vectors but EMBEDDING_DIM is 768"):
+            await embedder.embed(["x"])
+        status = await embedder.probe()
+
+    assert not status.reachable and "EMBEDDING_DIM is 768" in (status.error or "")
+
+
+async def test_while_the_owners_model_loads_the_probe_says_starting(tmp_path: Path) -> None:
+    loading = GatedLocalEmbedder()
+    loading.start()
+    try:
+        async with served_embedder(loading, tmp_path / "owner.sock") as embedder:
+            status = await embedder.probe()
+            assert (status.starting, status.reachable) == (True, False)
+            loading.gate.set()
+            assert len((await embedder.embed(["hello"]))[0]) == 384
+            assert (await embedder.probe()).reachable
+    finally:
+        loading.gate.set()
+
+
+async def test_no_owner_is_an_embedding_error_and_a_starting_probe_until_it_first_answers(tmp_path: Path) -> None:
+    client = SocketVectorIndex(tmp_path / "nobody.sock")
+    fresh = SocketEmbedder(client, "all-MiniLM-L6-v2", 384)
+    late = SocketEmbedder(client, "all-MiniLM-L6-v2", 384, starting_seconds=0)
+    try:
+        with pytest.raises(EmbeddingError, match="no index owner answers"):
+            await fresh.embed(["x"])
+        starting, down = await fresh.probe(), await late.probe()
+    finally:
+        await client.close()
+
+    assert (starting.starting, starting.reachable) == (True, False)
+    assert (down.starting, down.reachable) == (False, False)
+    assert "index host does not answer" in (down.error or "") and "\n" not in (down.error or "")
+
+
+async def test_an_owner_that_does_not_answer_is_an_embedding_error_within_the_timeout(tmp_path: Path) -> None:
+    path = tmp_path / "silent.sock"
+    received: list[bytes] = []
+
+    async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        received.append(await wire.read_frame(reader))  # reads the hello, never answers
+        await reader.read()
+
+    server = await asyncio.start_unix_server(silent, wire.bindable(path))
+    client = SocketVectorIndex(path, call_timeout=0.2)
+    embedder = SocketEmbedder(client, "all-MiniLM-L6-v2", 384, timeout=0.2)
+    try:
+        with pytest.raises(EmbeddingError, match="did not answer"):
+            await asyncio.wait_for(embedder.embed(["x"]), 10)  # the outer bound only guards the test
+        status = await asyncio.wait_for(embedder.probe(), 10)
+    finally:
+        await client.close()
+        server.close()
+        await server.wait_closed()
+
+    assert received and not status.reachable
+
+
+async def test_a_restarted_owner_answers_the_next_query(tmp_path: Path) -> None:
+    path = tmp_path / "owner.sock"
+    async with served_embedder(HashEmbedder(16), path) as embedder:
+        await embedder.embed(["before"])
+    # The first owner is gone (its socket closed); a new one serves the same path.
+    client = SocketVectorIndex(path)
+    embedder = SocketEmbedder(client, "hash", 16)
+    with pytest.raises(EmbeddingError):
+        await embedder.embed(["during"])
+    server = IndexServer(InMemoryVectorIndex(), path, extras=owner_operations(HashEmbedder(16)))
+    await server.start()
+    try:
+        assert len(await embedder.embed(["after"])) == 1
+    finally:
+        await client.close()
+        await server.close()
