@@ -16,12 +16,6 @@ nothing acknowledged is lost (the outbox is in SQLite). The host asks the kernel
 the serving process dies (``PR_SET_PDEATHSIG``: ``kill -9`` of the service leaves no orphan holding
 the lock); ``stop`` sends it SIGTERM after the HTTP side has drained: the worker finishes its pass,
 the socket and the index close, the lock is released.
-
-The host runs at a lower CPU priority than the HTTP processes (``HOST_NICENESS``): what it does is
-derived data — embedding documents, upserting points — and what the requests wait for comes
-first. On a busy machine the embedding backlog then grows during a burst of writes and drains in
-larger (cheaper) batches after it; an idle machine gives it every core as before. Vector queries
-wait on it only while the requests' own processes are asking, i.e. not running.
 """
 
 from __future__ import annotations
@@ -48,7 +42,6 @@ BACKOFF_MAX = 15.0
 STEADY_SECONDS = 60.0  # a host that lived this long died of something new: restart at once again
 STOP_SECONDS = 20.0  # SIGTERM to exit: the worker's pass, the socket, the index; then SIGKILL
 _PR_SET_NAME = 15
-HOST_NICENESS = 5  # added to the service's own: about a quarter of a core's share when both want it
 
 
 def hosted(settings: Settings) -> bool:
@@ -70,8 +63,6 @@ def host_main(settings: Settings, parent: int) -> None:
 
     die_with_parent(parent)
     name_process()
-    with contextlib.suppress(OSError):  # (a process may always lower its own priority; be safe)
-        os.nice(HOST_NICENESS)
     # Ctrl-C in a terminal reaches the whole process group: the serving process drains its HTTP
     # side first and then stops the host with SIGTERM.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
