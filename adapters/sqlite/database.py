@@ -176,8 +176,7 @@ class SqliteDatabase:
             try:
                 item = self._queue.get(timeout=upkeep.wait())
             except queue.Empty:
-                with self._turn:
-                    upkeep.step()
+                upkeep.step(self._turn)
                 continue
             if item is _STOP:
                 break

@@ -10,10 +10,12 @@ SQLite adapter once the segments left by its POST row had been merged (round 7: 
 ``KeywordUpkeep`` is driven by the writer thread: after writes it asks to be woken once the
 queue has been empty for ``IDLE_SECONDS``; then each ``step`` is one short transaction running
 FTS5's ``merge`` command (at most ``PAGES`` pages written, a few milliseconds) over each keyword
-index, with ``usermerge`` 2 (two segments on a level are merged, not four), until FTS5 finds
-nothing to merge. A write that arrives meanwhile waits for one step at most; under a steady flow
-of writes it never runs. A failed step (disk full, a lock) is logged and dropped until the next
-writes.
+index, with ``usermerge`` 2 (two segments on a level are merged, not four), ``STEP_GAP`` apart,
+until FTS5 finds nothing to merge. A step is only taken when the writer turn is free at once
+(several processes write one file: a step never makes another process's writes wait, and they
+get in between steps); a write of this process that arrives meanwhile waits for one step at most;
+under a steady flow of writes it never runs. A failed step (disk full, a lock) is logged and
+dropped until the next writes.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import sqlite3
 log = logging.getLogger(__name__)
 
 IDLE_SECONDS = 0.5  # quiet time after the last write before merging starts
+STEP_GAP = 0.01  # between two steps: other processes' writers take their turns in it (they poll every <= 2 ms)
 PAGES = 64  # pages a merge step may write (4 KiB each)
 USERMERGE = 2
 
@@ -31,9 +34,9 @@ USERMERGE = 2
 class KeywordUpkeep:
     def __init__(self, conn: sqlite3.Connection) -> None:
         self._conn = conn
-        self._tables: list[str] | None = None
+        self._configured = False  # usermerge set (committed) on every keyword index
         self._pending = False  # writes since the indexes were last found merged
-        self._merging = False  # the last step found work: the next one follows at once
+        self._merging = False  # the last step found work: the next one follows shortly
 
     def written(self) -> None:
         self._pending, self._merging = True, False
@@ -42,31 +45,41 @@ class KeywordUpkeep:
         """How long the writer may wait for its next write before calling ``step`` (None: forever)."""
         if not self._pending:
             return None
-        return 0.0 if self._merging else IDLE_SECONDS
+        return STEP_GAP if self._merging else IDLE_SECONDS
 
-    def step(self) -> None:
-        """One merge step over every keyword index (one transaction); done when none had work."""
+    def step(self, turn) -> None:
+        """One merge step over every keyword index (one transaction), only when the writer turn
+        (``WriterTurn``/``NoTurn``) is free at once: the upkeep never makes another process's
+        writes wait. Done when no index had anything to merge."""
+        if not turn.attempt():
+            self._merging = False  # busy elsewhere: try again after the idle time
+            return
         conn = self._conn
         try:
             conn.execute("BEGIN IMMEDIATE")
-            try:
-                worked = any([self._merge(table) for table in self._keyword_tables()])
-                conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
+            tables = self._keyword_tables()
+            worked = any([self._merge(table) for table in tables])
+            conn.execute("COMMIT")
+            self._configured = True
         except sqlite3.Error as exc:
-            log.info("keyword index merge skipped: %s", exc)
+            log.warning("keyword index merge skipped: %s", exc)
             worked = False
+            if conn.in_transaction:
+                try:
+                    conn.execute("ROLLBACK")
+                except sqlite3.Error:
+                    pass
+        finally:
+            turn.release()
         self._pending = self._merging = worked
 
     def _keyword_tables(self) -> list[str]:
-        if self._tables is None:
-            self._tables = [name for (name,) in self._conn.execute(
-                "SELECT name FROM sqlite_master WHERE type = 'table' AND sql LIKE 'CREATE VIRTUAL TABLE%USING fts5%'")]
-            for table in self._tables:
+        tables = [name for (name,) in self._conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND sql LIKE 'CREATE VIRTUAL TABLE%USING fts5(%'")]
+        if not self._configured:  # in this step's transaction: kept once it commits
+            for table in tables:
                 self._conn.execute(f"INSERT INTO {table}({table}, rank) VALUES ('usermerge', {USERMERGE})")
-        return self._tables
+        return tables
 
     def _merge(self, table: str) -> bool:
         """True when FTS5 found segments to merge (it reports work as two or more changes)."""

@@ -61,6 +61,13 @@ class WriterTurn:
         return self  # no turn within the timeout: SQLite's own lock and busy timeout decide
 
     def __exit__(self, *exc: object) -> None:
+        self.release()
+
+    def attempt(self) -> bool:
+        """The turn if it is free at once (then ``release`` it), without waiting."""
+        return self._unsupported or self._try()
+
+    def release(self) -> None:
         if self._held:
             self._held = False
             fcntl.flock(self._fd, fcntl.LOCK_UN)
@@ -78,6 +85,12 @@ class NoTurn:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        pass
+
+    def attempt(self) -> bool:
+        return True
+
+    def release(self) -> None:
         pass
 
     def close(self) -> None:

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from adapters.sqlite import keyword_upkeep
-from adapters.sqlite.keyword_upkeep import IDLE_SECONDS, KeywordUpkeep
+from adapters.sqlite.keyword_upkeep import IDLE_SECONDS, STEP_GAP, KeywordUpkeep
+from adapters.sqlite.writer_turn import NoTurn, WriterTurn
 from adapters.sqlite.store import SqliteStore
 from domain import writes
 from domain.keywords import plain_query
@@ -78,9 +79,9 @@ def test_the_writer_waits_forever_until_a_write_then_for_the_idle_time_then_merg
     assert upkeep.wait() == IDLE_SECONDS
     steps = 0
     while upkeep.wait() is not None and steps < 100:
-        upkeep.step()
+        upkeep.step(NoTurn())
         steps += 1
-        assert upkeep.wait() in (0.0, None)  # while there is work: at once
+        assert upkeep.wait() in (STEP_GAP, None)  # while there is work: shortly
     assert upkeep.wait() is None and 1 < steps < 100
     assert conn.execute("SELECT count(DISTINCT segid) FROM episodes_fts_idx").fetchone()[0] <= 2
     conn.close()
@@ -95,12 +96,53 @@ def test_a_step_that_cannot_write_is_logged_and_dropped_until_the_next_writes(tm
     upkeep = KeywordUpkeep(conn)
     upkeep.written()
     with caplog.at_level(logging.INFO, logger=keyword_upkeep.__name__):
-        upkeep.step()
+        upkeep.step(NoTurn())
     assert upkeep.wait() is None
     assert "keyword index merge skipped" in caplog.text and "locked" in caplog.text
     assert not conn.in_transaction
     other.execute("ROLLBACK")
     upkeep.written()
-    upkeep.step()  # the lock is free again: it runs
+    upkeep.step(NoTurn())  # the lock is free again: it runs, and sets usermerge then
+    assert conn.execute("SELECT v FROM episodes_fts_config WHERE k = 'usermerge'").fetchone() == (2,)
     other.close()
+    conn.close()
+
+
+def test_no_step_is_taken_while_another_process_holds_the_writer_turn(tmp_path):
+    path = tmp_path / "turns.db"
+    SqliteStore.open(str(path)).database.close()
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("INSERT INTO episodes_fts(rowid, user_message, ai_response) VALUES (1, 'a', 'b')")
+    conn.execute("INSERT INTO episodes_fts(rowid, user_message, ai_response) VALUES (2, 'a', 'c')")
+    held, mine = WriterTurn(str(path), timeout=5.0), WriterTurn(str(path), timeout=5.0)
+    assert held.attempt()  # (another open file description: as another process's)
+    upkeep, changes = KeywordUpkeep(conn), conn.total_changes
+    upkeep.written()
+    upkeep.step(mine)
+    assert conn.total_changes == changes  # nothing done: no usermerge, no merge
+    assert upkeep.wait() == IDLE_SECONDS  # tried again after the idle time
+    held.release()
+    upkeep.step(mine)
+    assert conn.total_changes > changes  # usermerge set, a merge tried
+    assert held.attempt()  # the step gave the turn back
+    held.release()
+    held.close()
+    mine.close()
+    conn.close()
+
+
+def test_an_fts5vocab_table_is_not_taken_for_a_keyword_index(tmp_path):
+    path = tmp_path / "vocab.db"
+    SqliteStore.open(str(path)).database.close()
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("CREATE VIRTUAL TABLE episodes_vocab USING fts5vocab(episodes_fts, 'row')")
+    for n in range(30):
+        conn.execute("INSERT INTO episodes_fts(rowid, user_message, ai_response) VALUES (?, 'word', 'x')", (n + 1,))
+    upkeep = KeywordUpkeep(conn)
+    upkeep.written()
+    for _ in range(50):
+        upkeep.step(NoTurn())
+        if upkeep.wait() is None:
+            break
+    assert conn.execute("SELECT count(DISTINCT segid) FROM episodes_fts_idx").fetchone()[0] <= 2
     conn.close()
