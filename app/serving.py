@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import logging
+import math
 import os
 import re
 import shutil
@@ -31,6 +32,7 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 from app.config import ConfigError, Settings
 
@@ -40,11 +42,32 @@ _PR_SET_PDEATHSIG = 1
 STARTUP_FAILURE = 3  # uvicorn's exit code for "failed before serving": the supervisor then stops
 
 
-def usable_cores() -> int:
+def usable_cores(cgroup: Path = Path("/sys/fs/cgroup")) -> int:
+    """The cores this process may run on (its CPU affinity), fewer when its cgroup's CPU quota
+    allows less (a container limited to 1 CPU on a 16-core host: 1)."""
     try:
-        return len(os.sched_getaffinity(0))
+        cores = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
-        return os.cpu_count() or 1
+        cores = os.cpu_count() or 1
+    quota = _cgroup_cpu_quota(cgroup)
+    return max(1, min(cores, math.ceil(quota))) if quota else cores
+
+
+def _cgroup_cpu_quota(root: Path) -> float | None:
+    """CPUs the cgroup's quota allows (v2 ``cpu.max``, v1 ``cpu.cfs_quota_us``); None: no limit."""
+    try:
+        limit, period = (root / "cpu.max").read_text().split()[:2]  # "max 100000" or "150000 100000"
+    except (OSError, ValueError):
+        try:
+            limit = (root / "cpu" / "cpu.cfs_quota_us").read_text().strip()  # -1: none
+            period = (root / "cpu" / "cpu.cfs_period_us").read_text().strip()
+        except OSError:
+            return None
+    try:
+        quota, every = float(limit), float(period)
+    except ValueError:  # "max"
+        return None
+    return quota / every if quota > 0 and every > 0 else None
 
 
 def resolve_workers(settings: Settings) -> int:

@@ -7,6 +7,7 @@ import asyncio
 
 import httpx
 import httpx2
+import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
@@ -134,16 +135,21 @@ async def test_streamable_http_needs_the_key_and_answers_bad_input_with_tool_err
         assert server.stop() == 0
 
 
-async def test_serve_also_speaks_mcp_at_slash_mcp_over_the_same_store(tmp_path):
-    env = service_env(tmp_path / "memory.db", {"MEMORY_API_KEY": API_KEY})
+@pytest.mark.parametrize("workers", ["1", "2"])  # with several workers the endpoint is stateless: any worker answers
+async def test_serve_also_speaks_mcp_at_slash_mcp_over_the_same_store(tmp_path, workers):
+    env = service_env(tmp_path / "memory.db", {"MEMORY_API_KEY": API_KEY, "WORKERS": workers})
     auth = {"Authorization": f"Bearer {API_KEY}"}
     with ServiceProcess(env) as server:
         assert httpx.post(f"{server.url}/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "ping"}).status_code == 401
-        http = httpx2.AsyncClient(headers=auth)
-        async with http, Client(streamable_http_client(f"{server.url}/mcp", http_client=http)) as client:
-            stored = await call(client, "remember", session="web-1", user_message="I adopted a grey kitten named Pixel",
-                                ai_response="Pixel is a lovely name!")
-            assert "does not exist" in await error_of(client, "session_history", session="web-2")
+        for attempt in range(3):  # fresh clients (fresh connections): with two workers, likely both are reached
+            http = httpx2.AsyncClient(headers=auth)
+            async with http, Client(streamable_http_client(f"{server.url}/mcp", http_client=http)) as client:
+                assert {tool.name for tool in (await client.list_tools()).tools} == TOOLS
+                stored = await call(client, "remember", session="web-1", user_message="I adopted a grey kitten named Pixel",
+                                    ai_response="Pixel is a lovely name!")
+                assert "does not exist" in await error_of(client, "session_history", session="web-2")
+                history = await call(client, "session_history", session="web-1")
+                assert history["total"] == attempt + 1
         rest = httpx.get(f"{server.url}/episodes/{stored['episode']['id']}", headers=auth).json()
         assert rest["userMessage"] == "I adopted a grey kitten named Pixel"
         assert httpx.get(f"{server.url}/sessions/by-external/web-1", headers=auth).json()["id"] == rest["sessionId"]

@@ -152,3 +152,19 @@ def test_the_shared_metrics_directory_is_named_after_the_serving_process():
 
     with shared_metrics_dir() as path:
         assert os.path.basename(path).startswith(f"{METRICS_DIR_PREFIX}{os.getpid()}-")
+
+
+@pytest.mark.parametrize(("files", "expected"), [
+    ({"cpu.max": "max 100000\n"}, None),
+    ({"cpu.max": "150000 100000\n"}, 2),  # 1.5 CPUs: two processes may share them
+    ({"cpu.max": "100000 100000\n"}, 1),
+    ({"cpu/cpu.cfs_quota_us": "-1\n", "cpu/cpu.cfs_period_us": "100000\n"}, None),  # cgroup v1, no limit
+    ({"cpu/cpu.cfs_quota_us": "50000\n", "cpu/cpu.cfs_period_us": "100000\n"}, 1),
+    ({}, None),  # no cgroup files at all
+])
+def test_usable_cores_respects_the_cgroup_cpu_quota(tmp_path, files, expected):
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    affinity = usable_cores(tmp_path / "nowhere")
+    assert usable_cores(tmp_path) == (affinity if expected is None else min(affinity, expected))
