@@ -123,3 +123,38 @@ async def test_a_query_reaches_the_lane_while_document_calls_fill_the_shared_thr
 
     assert lane.order[:2] == ["document", "query"]
     assert lane.order.count("document") == 4
+
+
+def test_a_steady_stream_of_queries_lets_a_waiting_document_through_after_a_few_turns() -> None:
+    import threading as _threading
+
+    from adapters.embedders.lane import QUERY_STREAK
+
+    lane, order, stop = EncodeLane(), [], _threading.Event()
+    first = _threading.Event()
+
+    def queries() -> None:  # two threads, each asking again at once: a query always waits
+        while not stop.is_set():
+            with lane.turn(query=True):
+                order.append("query")
+                first.set()
+                stop.wait(0.001)
+
+    def document() -> None:
+        with lane.turn(query=False):
+            order.append("document")
+
+    askers = [_threading.Thread(target=queries) for _ in range(2)]
+    for thread in askers:
+        thread.start()
+    first.wait(5)
+    waiting_from = len(order)
+    doc = _threading.Thread(target=document)
+    doc.start()
+    doc.join(10)
+    stop.set()
+    for thread in askers:
+        thread.join(10)
+    assert not doc.is_alive()
+    # Once it waits, the document goes within QUERY_STREAK query turns (+1: the one it started during).
+    assert order.index("document") - waiting_from <= QUERY_STREAK + 1
