@@ -61,7 +61,7 @@ class KeywordUpkeep:
             worked = any([self._merge(table) for table in tables])
             conn.execute("COMMIT")
             self._configured = True
-        except sqlite3.Error as exc:
+        except Exception as exc:  # sqlite3's, or anything else: the writer thread must outlive it
             log.warning("keyword index merge skipped: %s", exc)
             worked = False
             if conn.in_transaction:

@@ -146,3 +146,21 @@ def test_an_fts5vocab_table_is_not_taken_for_a_keyword_index(tmp_path):
             break
     assert conn.execute("SELECT count(DISTINCT segid) FROM episodes_fts_idx").fetchone()[0] <= 2
     conn.close()
+
+
+def test_an_unexpected_failure_in_a_step_rolls_back_and_leaves_the_writer_able_to_write(tmp_path, monkeypatch):
+    path = tmp_path / "odd.db"
+    SqliteStore.open(str(path)).database.close()
+    conn = sqlite3.connect(path, isolation_level=None)
+    upkeep = KeywordUpkeep(conn)
+
+    def broken(table):
+        raise RuntimeError("not a sqlite3 error")
+
+    monkeypatch.setattr(upkeep, "_merge", broken)
+    upkeep.written()
+    upkeep.step(NoTurn())
+    assert not conn.in_transaction and upkeep.wait() is None
+    conn.execute("BEGIN IMMEDIATE")  # the next write's transaction can start
+    conn.execute("ROLLBACK")
+    conn.close()
