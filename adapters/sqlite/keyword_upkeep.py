@@ -34,7 +34,7 @@ USERMERGE = 2
 class KeywordUpkeep:
     def __init__(self, conn: sqlite3.Connection) -> None:
         self._conn = conn
-        self._configured = False  # usermerge set (committed) on every keyword index
+        self._tables: list[str] | None = None  # the keyword indexes, usermerge set: known once committed
         self._pending = False  # writes since the indexes were last found merged
         self._merging = False  # the last step found work: the next one follows shortly
 
@@ -57,10 +57,10 @@ class KeywordUpkeep:
         conn = self._conn
         try:
             conn.execute("BEGIN IMMEDIATE")
-            tables = self._keyword_tables()
+            tables = self._tables or self._configure()
             worked = any([self._merge(table) for table in tables])
             conn.execute("COMMIT")
-            self._configured = True
+            self._tables = tables
         except Exception as exc:  # sqlite3's, or anything else: the writer thread must outlive it
             log.warning("keyword index merge skipped: %s", exc)
             worked = False
@@ -73,12 +73,12 @@ class KeywordUpkeep:
             turn.release()
         self._pending = self._merging = worked
 
-    def _keyword_tables(self) -> list[str]:
+    def _configure(self) -> list[str]:
+        """The keyword indexes, each told ``usermerge`` (in the step's transaction: kept once it commits)."""
         tables = [name for (name,) in self._conn.execute(
             "SELECT name FROM sqlite_master WHERE type = 'table' AND sql LIKE 'CREATE VIRTUAL TABLE%USING fts5(%'")]
-        if not self._configured:  # in this step's transaction: kept once it commits
-            for table in tables:
-                self._conn.execute(f"INSERT INTO {table}({table}, rank) VALUES ('usermerge', {USERMERGE})")
+        for table in tables:
+            self._conn.execute(f"INSERT INTO {table}({table}, rank) VALUES ('usermerge', {USERMERGE})")
         return tables
 
     def _merge(self, table: str) -> bool:

@@ -5,44 +5,19 @@ runs as a task, as uvicorn runs it. Real sockets, a real loop, the real app."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import socket
 
 import pytest
-import uvicorn
-from uvicorn.server import ServerState
 
-from app.health_gate import HealthFirstProtocol, HealthGate, _Continued
+from app.health_gate import HealthGate, _Continued
 from app.main import create_app
-
-
-@contextlib.asynccontextmanager
-async def _wired(app, **options):
-    """(protocol, client socket, server state): the protocol serving ``app`` on the server end of a
-    real socket pair; the test hands the protocol its bytes itself."""
-    config = uvicorn.Config(app, http=HealthFirstProtocol, lifespan="off", log_config=None, **options)
-    config.load()
-    state = ServerState()
-    client, server = socket.socketpair()
-    client.setblocking(False)
-    loop = asyncio.get_running_loop()
-    transport, protocol = await loop.connect_accepted_socket(
-        lambda: HealthFirstProtocol(config, state, {}, _loop=loop), sock=server)
-    transport.pause_reading()
-    try:
-        yield protocol, client, state
-    finally:
-        for task in list(state.tasks):
-            task.cancel()
-        await asyncio.gather(*state.tasks, return_exceptions=True)
-        transport.close()
-        client.close()
+from tests.support.protocol_wire import received_until, wired
 
 
 @pytest.fixture
 async def wire(make_settings):
-    async with _wired(create_app(make_settings())) as wired:
-        yield wired
+    async with wired(create_app(make_settings())) as served:
+        yield served
 
 
 def _received(client: socket.socket) -> bytes:
@@ -58,17 +33,6 @@ async def _answer(client: socket.socket) -> bytes:
             return data
         await asyncio.sleep(0.01)
     raise AssertionError("no answer")
-
-
-async def _collect(client: socket.socket, enough) -> bytes:
-    """What the client receives until ``enough(received)`` (or about 5 s)."""
-    received = b""
-    for _ in range(1000):
-        received += _received(client)
-        if enough(received):
-            break
-        await asyncio.sleep(0.005)
-    return received
 
 
 async def _answered_as_a_task(protocol, client, state, request: bytes) -> bytes:
@@ -159,7 +123,7 @@ async def test_probes_pipelined_behind_a_request_are_all_answered_without_nestin
     probes = 400  # each answered as the one before completes: nested, they would pass the recursion limit
     protocol.data_received(b"GET /nowhere HTTP/1.1\r\nHost: memory\r\n\r\n"
                            + b"GET /health/live HTTP/1.1\r\nHost: memory\r\n\r\n" * probes)
-    received = await _collect(client, lambda got: got.count(b"HTTP/1.1 ") == probes + 1)
+    received = await received_until(client, lambda got: got.count(b"HTTP/1.1 ") == probes + 1)
     assert received.startswith(b"HTTP/1.1 404 ")
     assert received.count(b"HTTP/1.1 200 ") == probes
     assert b"HTTP/1.1 500 " not in received
@@ -174,10 +138,10 @@ async def test_a_request_pipelined_behind_an_answered_probe_is_not_cut_off_by_th
         await send({"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"4")]})
         await send({"type": "http.response.body", "body": b"slow"})
 
-    async with _wired(HealthGate(slow, monitor=None, api_key=None), timeout_keep_alive=0.1) as (protocol, client, _):
+    async with wired(HealthGate(slow, monitor=None, api_key=None), timeout_keep_alive=0.1) as (protocol, client, _):
         protocol.data_received(b"GET /health/live HTTP/1.1\r\nHost: memory\r\n\r\n"
                                b"GET /slow HTTP/1.1\r\nHost: memory\r\n\r\n")
-        received = await _collect(client, lambda got: got.endswith(b"slow") or protocol.transport.is_closing())
+        received = await received_until(client, lambda got: got.endswith(b"slow") or protocol.transport.is_closing())
         assert received.count(b"HTTP/1.1 200 ") == 2 and received.endswith(b"slow")
 
 
@@ -196,7 +160,7 @@ async def test_of_many_probes_in_one_read_only_the_first_is_answered_in_place(wi
     probes = 300
     protocol.data_received(b"GET /health/live HTTP/1.1\r\nHost: memory\r\n\r\n" * probes)
     assert _received(client).count(b"HTTP/1.1 200 ") == 1
-    received = await _collect(client, lambda got: got.count(b"HTTP/1.1 200 ") == probes - 1)
+    received = await received_until(client, lambda got: got.count(b"HTTP/1.1 200 ") == probes - 1)
     assert received.count(b"HTTP/1.1 200 ") == probes - 1
 
 
@@ -212,7 +176,7 @@ async def test_a_request_sent_behind_a_probe_that_closed_the_connection_is_not_r
         await send({"type": "http.response.start", "status": 204, "headers": []})
         await send({"type": "http.response.body", "body": b""})
 
-    async with _wired(HealthGate(record, monitor=None, api_key=None)) as (protocol, client, state):
+    async with wired(HealthGate(record, monitor=None, api_key=None)) as (protocol, client, state):
         protocol.data_received(probe + b"DELETE /memories/1 HTTP/1.1\r\nHost: memory\r\n\r\n")
         await asyncio.sleep(0.05)
         await asyncio.gather(*state.tasks, return_exceptions=True)

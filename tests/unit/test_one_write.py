@@ -4,16 +4,12 @@ bytes on the wire are the ones uvicorn sends. Real sockets, a real loop, uvicorn
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import socket
 
 import pytest
-import uvicorn
-from uvicorn.server import ServerState
 
-from app.health_gate import HealthFirstProtocol
 from app.main import create_app
+from tests.support.protocol_wire import received_until, wired
 
 
 class _CountedWrites:
@@ -33,40 +29,9 @@ class _CountedWrites:
 @contextlib.asynccontextmanager
 async def _serving(app):
     """(protocol, client socket, counted transport) for ``app`` on a real socket pair."""
-    config = uvicorn.Config(app, http=HealthFirstProtocol, lifespan="off", log_config=None)
-    config.load()
-    state = ServerState()
-    client, server = socket.socketpair()
-    client.setblocking(False)
-    loop = asyncio.get_running_loop()
-    transport, protocol = await loop.connect_accepted_socket(
-        lambda: HealthFirstProtocol(config, state, {}, _loop=loop), sock=server)
-    transport.pause_reading()
-    counted = protocol.transport = _CountedWrites(protocol.transport)
-    try:
+    async with wired(app) as (protocol, client, _state):
+        counted = protocol.transport = _CountedWrites(protocol.transport)
         yield protocol, client, counted
-    finally:
-        for task in list(state.tasks):
-            task.cancel()
-        await asyncio.gather(*state.tasks, return_exceptions=True)
-        transport.close()
-        client.close()
-
-
-async def _until(client: socket.socket, enough) -> bytes:
-    received = b""
-    for _ in range(1000):
-        try:
-            chunk = client.recv(65536)
-        except BlockingIOError:
-            chunk = None
-        if chunk == b"":
-            break  # closed
-        received += chunk or b""
-        if enough(received):
-            break
-        await asyncio.sleep(0.005)
-    return received
 
 
 def _one_response(data: bytes) -> bool:
@@ -84,7 +49,7 @@ async def api(make_settings):
 async def test_an_api_answer_is_one_write_holding_its_head_and_body(api):
     protocol, client, counted = api
     protocol.data_received(b"GET /episodes/999999 HTTP/1.1\r\nhost: x\r\n\r\n")
-    received = await _until(client, _one_response)
+    received = await received_until(client, _one_response)
     assert received.startswith(b"HTTP/1.1 404 ")
     assert b'"episode 999999' in received or b"999999" in received
     assert counted.writes == [received]
@@ -93,11 +58,11 @@ async def test_an_api_answer_is_one_write_holding_its_head_and_body(api):
 async def test_a_head_answer_is_written_without_a_body_and_the_connection_serves_the_next(api):
     protocol, client, counted = api
     protocol.data_received(b"HEAD /health?full=1 HTTP/1.1\r\nhost: x\r\n\r\n")
-    head = await _until(client, lambda data: b"\r\n\r\n" in data)
+    head = await received_until(client, lambda data: b"\r\n\r\n" in data)
     assert head.startswith(b"HTTP/1.1 ") and head.endswith(b"\r\n\r\n")
     assert counted.writes == [head]
     protocol.data_received(b"GET /episodes/1 HTTP/1.1\r\nhost: x\r\n\r\n")
-    assert (await _until(client, _one_response)).startswith(b"HTTP/1.1 404 ")
+    assert (await received_until(client, _one_response)).startswith(b"HTTP/1.1 404 ")
     assert len(counted.writes) == 2
 
 
@@ -110,7 +75,7 @@ async def _streamed(scope, receive, send):
 async def test_a_streamed_body_sends_its_first_part_with_the_head_and_the_rest_as_they_come():
     async with _serving(_streamed) as (protocol, client, counted):
         protocol.data_received(b"GET / HTTP/1.1\r\nhost: x\r\n\r\n")
-        received = await _until(client, lambda data: data.endswith(b"0\r\n\r\n"))
+        received = await received_until(client, lambda data: data.endswith(b"0\r\n\r\n"))
         assert received.startswith(b"HTTP/1.1 200 OK\r\n") and b"transfer-encoding: chunked" in received
         assert received.endswith(b"4\r\none \r\n4\r\ntwo \r\n5\r\nthree\r\n0\r\n\r\n")
         assert len(counted.writes) == 3 and counted.writes[0].endswith(b"4\r\none \r\n")
@@ -126,10 +91,10 @@ async def _echo(scope, receive, send):
 async def test_a_100_continue_goes_out_before_the_answer_is_started():
     async with _serving(_echo) as (protocol, client, counted):
         protocol.data_received(b"POST / HTTP/1.1\r\nhost: x\r\ncontent-length: 5\r\nexpect: 100-continue\r\n\r\n")
-        interim = await _until(client, lambda data: b"100 Continue" in data)
+        interim = await received_until(client, lambda data: b"100 Continue" in data)
         assert interim == b"HTTP/1.1 100 Continue\r\n\r\n" and counted.writes == [interim]
         protocol.data_received(b"hello")
-        answer = await _until(client, _one_response)
+        answer = await received_until(client, _one_response)
         assert answer.startswith(b"HTTP/1.1 200 OK\r\n") and answer.endswith(b"\r\n\r\nhello")
         assert counted.writes == [interim, answer]
 
@@ -142,7 +107,7 @@ async def _fails_after_starting(scope, receive, send):
 async def test_an_app_that_fails_after_starting_gets_its_head_written_before_the_connection_closes():
     async with _serving(_fails_after_starting) as (protocol, client, counted):
         protocol.data_received(b"GET / HTTP/1.1\r\nhost: x\r\n\r\n")
-        received = await _until(client, lambda data: False)  # until the server closes
+        received = await received_until(client, lambda data: False)  # until the server closes
         assert received.startswith(b"HTTP/1.1 200 OK\r\n") and received.endswith(b"\r\n\r\n")
         assert counted.writes == [received]
         assert counted.transport.is_closing()
@@ -151,6 +116,6 @@ async def test_an_app_that_fails_after_starting_gets_its_head_written_before_the
 async def test_a_connection_close_answer_is_written_whole_before_the_close(api):
     protocol, client, counted = api
     protocol.data_received(b"GET /episodes/5 HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n")
-    received = await _until(client, lambda data: False)
+    received = await received_until(client, lambda data: False)
     assert received.startswith(b"HTTP/1.1 404 ") and _one_response(received)
     assert counted.writes == [received]

@@ -42,6 +42,23 @@ async def store(tmp_path: Path) -> AsyncIterator[SqliteStore]:
     store.database.close()
 
 
+@pytest.fixture
+def schema_db(tmp_path: Path) -> Path:
+    """A store file with the schema (its writer closed again): tests drive the keyword indexes by hand."""
+    path = tmp_path / "plain.db"
+    SqliteStore.open(str(path)).database.close()
+    return path
+
+
+def _connect(path: Path, **options) -> sqlite3.Connection:
+    return sqlite3.connect(path, isolation_level=None, **options)  # autocommit: each insert its own segment
+
+
+def _index(conn: sqlite3.Connection, texts: list[str]) -> None:
+    for n, text in enumerate(texts):
+        conn.execute("INSERT INTO episodes_fts(rowid, user_message, ai_response) VALUES (?, ?, 'x')", (n + 1, text))
+
+
 async def _hits(store: SqliteStore) -> dict[str, list[int]]:
     return {word: [(hit.item.id, round(hit.score, 9)) for hit in await store.keywords.search("episodes", plain_query(word), 50)] for word in WORDS}
 
@@ -66,13 +83,10 @@ async def test_after_a_pause_the_segments_of_many_small_commits_are_merged_and_a
     assert len((await _hits(store))["harbour"]) == 20
 
 
-def test_the_writer_waits_forever_until_a_write_then_for_the_idle_time_then_merges_until_done(tmp_path):
-    path = tmp_path / "plain.db"
-    SqliteStore.open(str(path)).database.close()
-    conn = sqlite3.connect(path, isolation_level=None)
-    for n in range(60):
-        conn.execute("INSERT INTO episodes_fts(rowid, user_message, ai_response) VALUES (?, ?, 'x')",
-                     (n + 1, f"word{n % 7} other"))  # autocommit: a segment each
+def test_the_writer_waits_forever_until_a_write_then_for_the_idle_time_then_merges_until_done(schema_db):
+    path = schema_db
+    conn = _connect(path)
+    _index(conn, [f"word{n % 7} other" for n in range(60)])
     upkeep = KeywordUpkeep(conn)
     assert upkeep.wait() is None
     upkeep.written()
@@ -87,11 +101,9 @@ def test_the_writer_waits_forever_until_a_write_then_for_the_idle_time_then_merg
     conn.close()
 
 
-def test_a_step_that_cannot_write_is_logged_and_dropped_until_the_next_writes(tmp_path, caplog):
-    path = tmp_path / "locked.db"
-    SqliteStore.open(str(path)).database.close()
-    conn = sqlite3.connect(path, isolation_level=None, timeout=0.05)
-    other = sqlite3.connect(path, isolation_level=None)
+def test_a_step_that_cannot_write_is_logged_and_dropped_until_the_next_writes(schema_db, caplog):
+    path = schema_db
+    conn, other = _connect(path, timeout=0.05), _connect(path)
     other.execute("BEGIN IMMEDIATE")  # another writer holds the lock
     upkeep = KeywordUpkeep(conn)
     upkeep.written()
@@ -108,12 +120,10 @@ def test_a_step_that_cannot_write_is_logged_and_dropped_until_the_next_writes(tm
     conn.close()
 
 
-def test_no_step_is_taken_while_another_process_holds_the_writer_turn(tmp_path):
-    path = tmp_path / "turns.db"
-    SqliteStore.open(str(path)).database.close()
-    conn = sqlite3.connect(path, isolation_level=None)
-    conn.execute("INSERT INTO episodes_fts(rowid, user_message, ai_response) VALUES (1, 'a', 'b')")
-    conn.execute("INSERT INTO episodes_fts(rowid, user_message, ai_response) VALUES (2, 'a', 'c')")
+def test_no_step_is_taken_while_another_process_holds_the_writer_turn(schema_db):
+    path = schema_db
+    conn = _connect(path)
+    _index(conn, ["a b", "a c"])
     held, mine = WriterTurn(str(path), timeout=5.0), WriterTurn(str(path), timeout=5.0)
     assert held.attempt()  # (another open file description: as another process's)
     upkeep, changes = KeywordUpkeep(conn), conn.total_changes
@@ -131,13 +141,11 @@ def test_no_step_is_taken_while_another_process_holds_the_writer_turn(tmp_path):
     conn.close()
 
 
-def test_an_fts5vocab_table_is_not_taken_for_a_keyword_index(tmp_path):
-    path = tmp_path / "vocab.db"
-    SqliteStore.open(str(path)).database.close()
-    conn = sqlite3.connect(path, isolation_level=None)
+def test_an_fts5vocab_table_is_not_taken_for_a_keyword_index(schema_db):
+    path = schema_db
+    conn = _connect(path)
     conn.execute("CREATE VIRTUAL TABLE episodes_vocab USING fts5vocab(episodes_fts, 'row')")
-    for n in range(30):
-        conn.execute("INSERT INTO episodes_fts(rowid, user_message, ai_response) VALUES (?, 'word', 'x')", (n + 1,))
+    _index(conn, ["word"] * 30)
     upkeep = KeywordUpkeep(conn)
     upkeep.written()
     for _ in range(50):
@@ -148,10 +156,9 @@ def test_an_fts5vocab_table_is_not_taken_for_a_keyword_index(tmp_path):
     conn.close()
 
 
-def test_an_unexpected_failure_in_a_step_rolls_back_and_leaves_the_writer_able_to_write(tmp_path, monkeypatch):
-    path = tmp_path / "odd.db"
-    SqliteStore.open(str(path)).database.close()
-    conn = sqlite3.connect(path, isolation_level=None)
+def test_an_unexpected_failure_in_a_step_rolls_back_and_leaves_the_writer_able_to_write(schema_db, monkeypatch):
+    path = schema_db
+    conn = _connect(path)
     upkeep = KeywordUpkeep(conn)
 
     def broken(table):
