@@ -17,6 +17,7 @@ from app.container import Container, build_container, shutdown
 from app.docs import DOCS_PATHS, docs_asset, open_operations, openapi_config
 from app.errors import EXCEPTION_HANDLERS
 from app.head_requests import HeadAsGet
+from app.hot_reads import HotReads
 from app.health import HEALTH_ROUTES
 from app.health_gate import HealthGate
 from app.index_role import WorkerCollector, attach_index_role
@@ -168,7 +169,8 @@ def create_app(settings: Settings, container: Container | None = None, *, worker
     # Gates run before routing. Admission control is outermost: under overload a refusal must
     # cost as little as possible (no request id, no log line; it has its own counter). Inside it
     # the observer sees unrouted and refused-by-gate requests and the final status of the rest.
-    handler = JsonBodiesOnly(HeadAsGet(app.asgi_handler, passthrough=(MCP_PATH,)))
+    # The hottest plain reads skip Litestar's per-request machinery (app.hot_reads), inside every gate.
+    handler = JsonBodiesOnly(HeadAsGet(HotReads(app.asgi_handler, app), passthrough=(MCP_PATH,)))
     handler = ApiKeyGate(handler, settings.memory_api_key, OPEN_PATHS, cors=bool(settings.cors_origins))
     admission = PatientAdmission(RequestObserver(handler, service_metrics), settings.max_in_flight, ADMISSION_EXEMPT,
                                  max_body=settings.max_body_bytes)
