@@ -108,3 +108,38 @@ async def test_a_restarted_owner_answers_the_next_query(tmp_path: Path) -> None:
     finally:
         await client.close()
         await server.close()
+
+
+async def test_a_reconnect_to_an_owner_that_never_answers_hello_is_bounded_by_the_embedders_timeout(
+        tmp_path: Path) -> None:
+    path = tmp_path / "owner.sock"
+    client = SocketVectorIndex(path)  # the call timeout stays at its 30 s default
+    embedder = SocketEmbedder(client, "hash", 16, timeout=0.2)
+    server = IndexServer(InMemoryVectorIndex(), path, extras=owner_operations(HashEmbedder(16)))
+    await server.start()
+    assert len(await embedder.embed(["before"])) == 1
+    await server.close()  # the owner goes; a hung successor takes the path over
+    connections: list[list[str]] = []
+
+    async def hung(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        frames: list[str] = []
+        connections.append(frames)
+        while True:
+            try:
+                frames.append(wire.decode_request(await wire.read_frame(reader))[0].op)  # never answered
+            except asyncio.IncompleteReadError:
+                return
+
+    successor = await asyncio.start_unix_server(hung, wire.bindable(path))
+    try:
+        for _ in range(2):
+            with pytest.raises(EmbeddingError, match=r"did not answer embed within 0\.2s"):
+                await asyncio.wait_for(embedder.embed(["during"]), 10)  # the outer bound only guards the test
+            assert (await asyncio.wait_for(embedder.probe(), 10)).reachable is False
+    finally:
+        await client.close()
+        successor.close()
+        await successor.wait_closed()
+
+    # A connection whose hello went unanswered carries no call: each attempt says hello anew.
+    assert connections and all(frames == ["hello"] for frames in connections)
