@@ -8,10 +8,11 @@ ahead of any document batch still waiting.
 
 The connection is the process's ``SocketVectorIndex`` (one per process, calls answered out of
 order). While the host does not answer (starting, restarting, hung), ``embed`` raises
-``EmbeddingError`` within ``timeout`` seconds, as an embedding service that is down does:
-searches then answer from keywords. ``probe`` reports the host's model: "starting" while it loads
-(and while the host has not answered since this process started, for ``STARTING_SECONDS``), and
-the reason when it cannot answer.
+``EmbeddingError`` within ``timeout`` seconds (a reconnect included), as an embedding service
+that is down does, and at once while the host's model loads: searches then answer from keywords.
+``probe`` reports the host's model: "starting" while it loads (and while the host has not
+answered since this process started, for ``STARTING_SECONDS``), and the reason when it cannot
+answer.
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ STARTING_SECONDS = 60.0  # a host not yet heard from is "starting" this long, th
 
 
 class SocketEmbedder(EmbedderFacts):
+    while_loading = "searches answer from keywords meanwhile"  # the host answers at once (``_Queries``)
+
     def __init__(self, client: SocketVectorIndex, model: str, dimension: int, max_batch: int = 16, *,
                  timeout: float = 30.0, starting_seconds: float = STARTING_SECONDS) -> None:
         self._client = client
@@ -68,9 +71,26 @@ class SocketEmbedder(EmbedderFacts):
 
 
 def owner_operations(embedder: Any) -> dict[str, Callable[..., Awaitable[Any]]]:
-    """What the owner's ``IndexServer`` answers a ``SocketEmbedder`` with: its embedder's
-    ``embed_query`` (an in-process model's query lane; ``embed`` elsewhere) and ``probe``; nothing
-    without an embedder."""
+    """What the owner's ``IndexServer`` answers a ``SocketEmbedder`` with: ``embed`` (``_Queries``)
+    and its embedder's ``probe``; nothing without an embedder."""
     if embedder is None:
         return {}
-    return {"embed": getattr(embedder, "embed_query", embedder.embed), "embedder_probe": embedder.probe}
+    return {"embed": _Queries(embedder).embed, "embedder_probe": embedder.probe}
+
+
+class _Queries:
+    """The owner's side of a follower's ``embed``: its embedder's ``embed_query`` (an in-process
+    model's query lane; ``embed`` elsewhere).
+
+    A query never waits for the model to load (seconds, on a cold start or a restarted host):
+    while it loads the answer is an ``EmbeddingError`` at once, and the follower's search answers
+    from keywords meanwhile, as it does while no host answers."""
+
+    def __init__(self, embedder: Any) -> None:
+        self._embedder = embedder
+        self._encode = getattr(embedder, "embed_query", embedder.embed)
+
+    async def embed(self, texts: list[str]) -> list[list[float]]:
+        if getattr(self._embedder, "starting", False):
+            raise EmbeddingError(f"local model {self._embedder.model!r} is loading in the index host")
+        return await self._encode(texts)

@@ -5,18 +5,27 @@ gone or does not answer is an ``EmbeddingError`` within the timeout, never a han
 from __future__ import annotations
 
 import asyncio
+import logging
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
 from adapters.embedders.hashing import HashEmbedder, hash_vector
 from adapters.embedders.local import LocalEmbedder
+from adapters.memory.store import MemoryStore
 from adapters.ipc import wire
 from adapters.ipc.client import SocketVectorIndex
 from adapters.ipc.embedder import SocketEmbedder, owner_operations
 from adapters.ipc.server import IndexServer
 from adapters.memory.vector_index import InMemoryVectorIndex
+from adapters.rankers.builtin import RrfRanker
+from domain import writes
 from domain.errors import EmbeddingError
+from domain.models import NewEpisode
+from domain.ranking import RankerConfig
+from domain.retrieval import SearchQuery, SearchService
+from ports.embedder import EmbedderStatus
 from tests.support.loading_embedder import GatedLocalEmbedder
 from tests.support.served_embedder import served_embedder
 
@@ -47,6 +56,7 @@ async def test_while_the_owners_model_loads_the_probe_says_starting(tmp_path: Pa
             status = await embedder.probe()
             assert (status.starting, status.reachable) == (True, False)
             loading.gate.set()
+            await loading.embed(["warm up"])  # a document call waits for the load; a query does not
             assert len((await embedder.embed(["hello"]))[0]) == 384
             assert (await embedder.probe()).reachable
     finally:
@@ -143,3 +153,45 @@ async def test_a_reconnect_to_an_owner_that_never_answers_hello_is_bounded_by_th
 
     # A connection whose hello went unanswered carries no call: each attempt says hello anew.
     assert connections and all(frames == ["hello"] for frames in connections)
+
+
+async def test_while_the_owners_model_loads_a_query_fails_at_once_instead_of_waiting_for_it(tmp_path: Path) -> None:
+    loading = GatedLocalEmbedder()
+    loading.start()
+    try:
+        async with served_embedder(loading, tmp_path / "owner.sock") as embedder:  # the 30 s default timeout
+            with pytest.raises(EmbeddingError, match="is loading"):
+                await asyncio.wait_for(embedder.embed(["hello"]), 10)  # the outer bound only guards the test
+            assert loading.starting  # the answer came while the load was still held back
+            loading.gate.set()
+            await loading.embed(["warm up"])  # a document call waits for the load
+            assert len((await embedder.embed(["hello"]))[0]) == 384
+    finally:
+        loading.gate.set()
+
+
+class _Rankers:
+    def __init__(self) -> None:
+        self._rrf = RrfRanker(RankerConfig())
+
+    def get(self, name: str) -> RrfRanker:
+        return self._rrf
+
+
+async def test_a_followers_search_answers_from_keywords_while_the_owners_model_loads(tmp_path: Path) -> None:
+    store = MemoryStore()
+    session = await store.uow.run(lambda tx: writes.create_session(tx, "s", {}))
+    await store.uow.run(lambda tx: writes.add_episodes(tx, [NewEpisode(session.id, "we adopted a kitten", "ok")]))
+    loading = GatedLocalEmbedder()
+    loading.start()
+    try:
+        async with served_embedder(loading, tmp_path / "owner.sock") as embedder:
+            search = SearchService(store, InMemoryVectorIndex(), embedder, _Rankers(), "rrf")
+            found = await asyncio.wait_for(search.search(SearchQuery("kitten")), 10)  # guards the test only
+    finally:
+        loading.gate.set()
+
+    assert found.degraded and "keyword results only" in found.warnings[0] and "is loading" in found.warnings[0]
+    assert [hit.item.user_message for hit in found.hits] == ["we adopted a kitten"]
+    assert found.hits[0].keyword is not None and found.hits[0].vector is None
+
