@@ -17,6 +17,7 @@ answer.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
@@ -25,6 +26,8 @@ from adapters.embedders.common import EmbedderFacts, validated_vectors
 from adapters.ipc.client import SocketVectorIndex
 from domain.errors import EmbeddingError, VectorIndexError
 from ports.embedder import EmbedderStatus
+
+log = logging.getLogger("nexusai.embedder")
 
 STARTING_SECONDS = 60.0  # a host not yet heard from is "starting" this long, then "down"
 
@@ -84,13 +87,23 @@ class _Queries:
 
     A query never waits for the model to load (seconds, on a cold start or a restarted host):
     while it loads the answer is an ``EmbeddingError`` at once, and the follower's search answers
-    from keywords meanwhile, as it does while no host answers."""
+    from keywords meanwhile, as it does while no host answers. A failure (a model that did not
+    load fails every query alike) is logged here once, and again only when it changes; each
+    follower gets it as its answer."""
 
     def __init__(self, embedder: Any) -> None:
         self._embedder = embedder
         self._encode = getattr(embedder, "embed_query", embedder.embed)
+        self._logged: str | None = None  # the failure last logged
 
     async def embed(self, texts: list[str]) -> list[list[float]]:
         if getattr(self._embedder, "starting", False):
             raise EmbeddingError(f"local model {self._embedder.model!r} is loading in the index host")
-        return await self._encode(texts)
+        try:
+            return await self._encode(texts)
+        except EmbeddingError as exc:
+            if exc.message != self._logged:
+                self._logged = exc.message
+                log.warning("embedder: followers' queries fail (their searches answer from keywords): %s",
+                            exc.message)
+            raise

@@ -195,3 +195,50 @@ async def test_a_followers_search_answers_from_keywords_while_the_owners_model_l
     assert [hit.item.user_message for hit in found.hits] == ["we adopted a kitten"]
     assert found.hits[0].keyword is not None and found.hits[0].vector is None
 
+
+class _FailingModel:
+    """An owner's embedder that fails every call with ``reason`` (which a test may change)."""
+
+    model, dimension, max_batch = "broken", 16, 16
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        raise EmbeddingError(self.reason)
+
+    async def probe(self) -> EmbedderStatus:
+        return EmbedderStatus(reachable=False, model=self.model, dimension=self.dimension, error=self.reason)
+
+
+async def test_a_model_that_failed_to_load_answers_each_query_quietly_and_the_host_logs_it_once(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    broken = LocalEmbedder(str(tmp_path / "no-such-model"), 384)
+    with pytest.raises(EmbeddingError, match="cannot load"):
+        await broken.embed(["x"])  # the load has failed (and logged so, once)
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="nexusai"):
+        async with served_embedder(broken, tmp_path / "owner.sock") as embedder:
+            for _ in range(3):
+                with pytest.raises(EmbeddingError, match="cannot load local model"):
+                    await embedder.embed(["a follower's search"])
+
+    assert not [r for r in caplog.records if r.exc_info], "no traceback per follower search"
+    assert len([r for r in caplog.records if "cannot load local model" in r.getMessage()]) == 1
+
+
+async def test_the_hosts_log_of_failing_queries_speaks_again_only_when_the_failure_changes(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    model = _FailingModel("model is out to lunch")
+    with caplog.at_level(logging.INFO, logger="nexusai"):
+        async with served_embedder(model, tmp_path / "owner.sock") as embedder:
+            for reason in ["model is out to lunch"] * 2 + ["model fell over"] * 3 + ["model is out to lunch"]:
+                model.reason = reason
+                with pytest.raises(EmbeddingError, match=reason):
+                    await embedder.embed(["q"])
+
+    # Six failed queries, three lines: the first failure, its change, and the change back.
+    assert not [r for r in caplog.records if r.exc_info]
+    assert [r.getMessage().rsplit(": ", 1)[-1] for r in caplog.records] == [
+        "model is out to lunch", "model fell over", "model is out to lunch"]
+    assert all("followers' queries fail" in r.getMessage() for r in caplog.records)
