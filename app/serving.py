@@ -42,27 +42,74 @@ _PR_SET_PDEATHSIG = 1
 STARTUP_FAILURE = 3  # uvicorn's exit code for "failed before serving": the supervisor then stops
 
 
-def usable_cores(cgroup: Path = Path("/sys/fs/cgroup")) -> int:
-    """The cores this process may run on (its CPU affinity), fewer when its cgroup's CPU quota
-    allows less (a container limited to 1 CPU on a 16-core host: 1)."""
+def usable_cores(cgroup: Path = Path("/sys/fs/cgroup"), membership: Path = Path("/proc/self/cgroup")) -> int:
+    """The cores this process may run on (its CPU affinity), fewer when a CPU quota on its cgroup
+    or any cgroup above it allows less (a container limited to 1 CPU on a 16-core host: 1; a
+    systemd unit with ``CPUQuota=150%``: 2)."""
     try:
         cores = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         cores = os.cpu_count() or 1
-    quota = _cgroup_cpu_quota(cgroup)
+    quota = cgroup_cpu_quota(cgroup, membership)
     return max(1, min(cores, math.ceil(quota))) if quota else cores
 
 
-def _cgroup_cpu_quota(root: Path) -> float | None:
-    """CPUs the cgroup's quota allows (v2 ``cpu.max``, v1 ``cpu.cfs_quota_us``); None: no limit."""
+def cgroup_cpu_quota(mount: Path, membership: Path) -> float | None:
+    """CPUs the cgroup quotas allow this process: the smallest quota from its own cgroup (named
+    in ``membership``, i.e. /proc/self/cgroup) up to the root of the hierarchy mounted at
+    ``mount``, as every ancestor's quota caps the cgroups below it. cgroup v2: ``cpu.max`` in
+    each directory; v1: ``cpu.cfs_quota_us`` under ``cpu/``. None: no limit.
+
+    A process in a container with its own cgroup namespace sees its cgroup as ``/``, so only the
+    mount root is read; a path not present under the mount (the namespace is the host's, the
+    mount is the container's own cgroup) is skipped on the way up to the root."""
+    v2, v1 = _own_cgroups(membership)
+    quotas = [q for directory in _upwards(mount, v2) if (q := _v2_quota(directory)) is not None]
+    quotas += [q for directory in _upwards(mount / "cpu", v1) if (q := _v1_quota(directory)) is not None]
+    return min(quotas, default=None)
+
+
+def _own_cgroups(membership: Path) -> tuple[str, str]:
+    """This process's cgroup in the v2 hierarchy (the ``0::`` line) and in v1's ``cpu``
+    controller; ``/`` for either when unknown."""
+    v2 = v1 = "/"
     try:
-        limit, period = (root / "cpu.max").read_text().split()[:2]  # "max 100000" or "150000 100000"
+        lines = membership.read_text().splitlines()
+    except OSError:
+        return v2, v1
+    for line in lines:
+        number, controllers, path = (line.split(":", 2) + ["", ""])[:3]
+        if number == "0" and controllers == "":
+            v2 = path
+        elif "cpu" in controllers.split(","):
+            v1 = path
+    return v2, v1
+
+
+def _upwards(mount: Path, cgroup: str) -> list[Path]:
+    """The directories from ``cgroup``'s own up to the mount root."""
+    parts = [part for part in cgroup.strip().split("/") if part not in ("", ".", "..")]
+    return [mount.joinpath(*parts[:depth]) for depth in range(len(parts), -1, -1)]
+
+
+def _v2_quota(directory: Path) -> float | None:
+    try:
+        limit, period = (directory / "cpu.max").read_text().split()[:2]  # "max 100000" or "150000 100000"
     except (OSError, ValueError):
-        try:
-            limit = (root / "cpu" / "cpu.cfs_quota_us").read_text().strip()  # -1: none
-            period = (root / "cpu" / "cpu.cfs_period_us").read_text().strip()
-        except OSError:
-            return None
+        return None
+    return _cpus(limit, period)
+
+
+def _v1_quota(directory: Path) -> float | None:
+    try:
+        limit = (directory / "cpu.cfs_quota_us").read_text().strip()  # -1: none
+        period = (directory / "cpu.cfs_period_us").read_text().strip()
+    except OSError:
+        return None
+    return _cpus(limit, period)
+
+
+def _cpus(limit: str, period: str) -> float | None:
     try:
         quota, every = float(limit), float(period)
     except ValueError:  # "max"

@@ -72,8 +72,8 @@ async def report_embedder(container) -> None:
              "openai": settings.openai_url}.get(settings.embedder, getattr(embedder, "where", "in process"))
     status = await embedder.probe()
     if status.starting:
-        log.info("embedder: %s (%s) model %s, %d-d: loading (searches and embeddings wait for it)",
-                 settings.embedder, where, status.model, status.dimension)
+        log.info("embedder: %s (%s) model %s, %d-d: loading (%s)", settings.embedder, where, status.model,
+                 status.dimension, getattr(embedder, "while_loading", "searches and embeddings wait for it"))
         status = await settled_probe(embedder)
     if status.reachable:
         log.info("embedder: %s (%s) reachable: model %s, %d-d", settings.embedder, where, status.model,

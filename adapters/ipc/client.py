@@ -65,10 +65,14 @@ class SocketVectorIndex:
                     asyncio.open_unix_connection(wire.bindable(self.path)), self._connect_timeout)
             except (OSError, TimeoutError) as exc:
                 raise VectorIndexError(f"no index owner answers at {self.path}: {exc}") from None
-            self._writer = writer
             self._reading = asyncio.create_task(self._read(reader, writer), name="index-client-reader")
-            hello = await self._ask(writer, "hello", ())
+            try:
+                hello = await self._ask(writer, "hello", ())
+            except BaseException:  # unanswered (or the caller's bound ran out): carry no call on it
+                writer.close()
+                raise
             self.persistent, self.owner_pid = bool(hello.get("persistent")), hello.get("pid")
+            self._writer = writer
             return writer
 
     async def _read(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -123,13 +127,22 @@ class SocketVectorIndex:
         return wire.decode_result(op, found.result)
 
     async def _call(self, op: str, *args: Any, timeout: float | None = -1.0, drain: bool = False) -> Any:
-        """One request; ``timeout`` -1 means the client's call timeout, ``None`` waits as long as it takes."""
+        """One request; ``timeout`` -1 means the client's call timeout (each step: connect, hello,
+        the answer), ``None`` waits as long as it takes for the answer."""
         return await self._ask(await self._connection(), op, args, timeout=timeout, drain=drain)
 
     async def ask(self, op: str, *args: Any, timeout: float | None = -1.0) -> Any:
         """An operation beyond the port (``embed``, ``embedder_probe``): the owner's answer, its
-        failure raised as itself, ``VectorIndexError`` when no owner answers (within ``timeout``)."""
-        return await self._call(op, *args, timeout=timeout)
+        failure raised as itself, ``VectorIndexError`` when no owner answers. A number ``timeout``
+        bounds the whole call, a reconnect (its connect and ``hello``) included: a search waits
+        no longer than its embedder allows for an owner that accepts but does not answer."""
+        if timeout is None or timeout == -1.0:
+            return await self._call(op, *args, timeout=timeout)
+        try:
+            async with asyncio.timeout(timeout):
+                return await self._call(op, *args, timeout=None)
+        except TimeoutError:
+            raise VectorIndexError(f"the index owner did not answer {op} within {timeout:g}s") from None
 
     def notify(self) -> None:
         """Tell the owner a write is in the outbox (best effort: it polls anyway).

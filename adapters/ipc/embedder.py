@@ -8,14 +8,16 @@ ahead of any document batch still waiting.
 
 The connection is the process's ``SocketVectorIndex`` (one per process, calls answered out of
 order). While the host does not answer (starting, restarting, hung), ``embed`` raises
-``EmbeddingError`` within ``timeout`` seconds, as an embedding service that is down does:
-searches then answer from keywords. ``probe`` reports the host's model: "starting" while it loads
-(and while the host has not answered since this process started, for ``STARTING_SECONDS``), and
-the reason when it cannot answer.
+``EmbeddingError`` within ``timeout`` seconds (a reconnect included), as an embedding service
+that is down does, and at once while the host's model loads: searches then answer from keywords.
+``probe`` reports the host's model: "starting" while it loads (and while the host has not
+answered since this process started, for ``STARTING_SECONDS``), and the reason when it cannot
+answer.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
@@ -25,10 +27,14 @@ from adapters.ipc.client import SocketVectorIndex
 from domain.errors import EmbeddingError, VectorIndexError
 from ports.embedder import EmbedderStatus
 
+log = logging.getLogger("nexusai.embedder")
+
 STARTING_SECONDS = 60.0  # a host not yet heard from is "starting" this long, then "down"
 
 
 class SocketEmbedder(EmbedderFacts):
+    while_loading = "searches answer from keywords meanwhile"  # the host answers at once (``_Queries``)
+
     def __init__(self, client: SocketVectorIndex, model: str, dimension: int, max_batch: int = 16, *,
                  timeout: float = 30.0, starting_seconds: float = STARTING_SECONDS) -> None:
         self._client = client
@@ -68,9 +74,36 @@ class SocketEmbedder(EmbedderFacts):
 
 
 def owner_operations(embedder: Any) -> dict[str, Callable[..., Awaitable[Any]]]:
-    """What the owner's ``IndexServer`` answers a ``SocketEmbedder`` with: its embedder's
-    ``embed_query`` (an in-process model's query lane; ``embed`` elsewhere) and ``probe``; nothing
-    without an embedder."""
+    """What the owner's ``IndexServer`` answers a ``SocketEmbedder`` with: ``embed`` (``_Queries``)
+    and its embedder's ``probe``; nothing without an embedder."""
     if embedder is None:
         return {}
-    return {"embed": getattr(embedder, "embed_query", embedder.embed), "embedder_probe": embedder.probe}
+    return {"embed": _Queries(embedder).embed, "embedder_probe": embedder.probe}
+
+
+class _Queries:
+    """The owner's side of a follower's ``embed``: its embedder's ``embed_query`` (an in-process
+    model's query lane; ``embed`` elsewhere).
+
+    A query never waits for the model to load (seconds, on a cold start or a restarted host):
+    while it loads the answer is an ``EmbeddingError`` at once, and the follower's search answers
+    from keywords meanwhile, as it does while no host answers. A failure (a model that did not
+    load fails every query alike) is logged here once, and again only when it changes; each
+    follower gets it as its answer."""
+
+    def __init__(self, embedder: Any) -> None:
+        self._embedder = embedder
+        self._encode = getattr(embedder, "embed_query", embedder.embed)
+        self._logged: str | None = None  # the failure last logged
+
+    async def embed(self, texts: list[str]) -> list[list[float]]:
+        if getattr(self._embedder, "starting", False):
+            raise EmbeddingError(f"local model {self._embedder.model!r} is loading in the index host")
+        try:
+            return await self._encode(texts)
+        except EmbeddingError as exc:
+            if exc.message != self._logged:
+                self._logged = exc.message
+                log.warning("embedder: followers' queries fail (their searches answer from keywords): %s",
+                            exc.message)
+            raise

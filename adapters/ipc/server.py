@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from adapters.ipc import wire
-from domain.errors import VectorIndexError
+from domain.errors import EmbeddingError, VectorIndexError
 from domain.vectors import PointBatch
 
 log = logging.getLogger("nexusai.ipc")
@@ -139,7 +139,9 @@ class IndexServer:
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # every failure answers; the connection stays up
-            if not isinstance(exc, VectorIndexError):
+            # The port's own failures cross the socket as themselves, and what raised them logs
+            # what deserves it: a traceback per request would repeat one known failure per search.
+            if not isinstance(exc, (VectorIndexError, EmbeddingError)):
                 log.exception("index socket: %s failed", req.op)
             error = wire.failure_of(exc)
         try:

@@ -12,7 +12,7 @@ import pytest
 
 from adapters.ipc.election import OwnerLock
 from app.config import ConfigError, load_settings
-from app.serving import AUTO_MAX, WorkerApp, resolve_workers, usable_cores
+from app.serving import AUTO_MAX, WorkerApp, cgroup_cpu_quota, resolve_workers, usable_cores
 
 
 def _settings(tmp_path, **env):
@@ -166,5 +166,46 @@ def test_usable_cores_respects_the_cgroup_cpu_quota(tmp_path, files, expected):
     for name, text in files.items():
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text(text)
-    affinity = usable_cores(tmp_path / "nowhere")
-    assert usable_cores(tmp_path) == (affinity if expected is None else min(affinity, expected))
+    membership = tmp_path / "self-cgroup"
+    membership.write_text("0::/\n")  # a container's own cgroup namespace: its cgroup is the mount root
+    affinity = usable_cores(tmp_path / "nowhere", membership)
+    assert usable_cores(tmp_path, membership) == (affinity if expected is None else min(affinity, expected))
+
+
+def _cgroup_files(mount, files: dict[str, str], membership: str):
+    for name, text in files.items():
+        (mount / name).parent.mkdir(parents=True, exist_ok=True)
+        (mount / name).write_text(text)
+    (mount.parent / "self-cgroup").write_text(membership)
+    return cgroup_cpu_quota(mount, mount.parent / "self-cgroup")
+
+
+@pytest.mark.parametrize(("files", "membership", "expected"), [
+    # systemd CPUQuota=50% on the service unit: the quota is in the unit's own cgroup.
+    ({"cpu.max": "max 100000\n", "system.slice/cpu.max": "max 100000\n",
+      "system.slice/x.service/cpu.max": "50000 100000\n"}, "0::/system.slice/x.service\n", 0.5),
+    # An ancestor's quota caps every cgroup below it; the smallest on the way up wins.
+    ({"system.slice/cpu.max": "150000 100000\n", "system.slice/x.service/cpu.max": "max 100000\n"},
+     "0::/system.slice/x.service\n", 1.5),
+    ({"cpu.max": "100000 100000\n", "a/cpu.max": "300000 100000\n", "a/b/cpu.max": "200000 100000\n"},
+     "0::/a/b\n", 1.0),
+    # A sibling's quota is not this process's.
+    ({"system.slice/y.service/cpu.max": "50000 100000\n"}, "0::/system.slice/x.service\n", None),
+    # cgroup v1: the cpu controller's line (here shared with cpuacct) names the path under cpu/.
+    ({"cpu/cpu.cfs_quota_us": "-1\n", "cpu/cpu.cfs_period_us": "100000\n",
+      "cpu/system.slice/x.service/cpu.cfs_quota_us": "25000\n",
+      "cpu/system.slice/x.service/cpu.cfs_period_us": "100000\n"},
+     "12:memory:/elsewhere\n4:cpu,cpuacct:/system.slice/x.service\n1:name=systemd:/system.slice/x.service\n", 0.25),
+    # The path /proc/self/cgroup names is not under this mount (a v1 container that shares the
+    # host's cgroup namespace sees its own cgroup as the mount root): the root's quota still counts.
+    ({"cpu.max": "200000 100000\n"}, "0::/docker/0123abcd\n", 2.0),
+    ({}, "0::/system.slice/x.service\n", None),
+])
+def test_the_cpu_quota_is_the_smallest_from_the_processs_own_cgroup_up_to_the_root(
+        tmp_path, files, membership, expected):
+    assert _cgroup_files(tmp_path / "cgroup", files, membership) == expected
+
+
+def test_without_proc_self_cgroup_the_quota_is_read_at_the_mount_root(tmp_path):
+    (tmp_path / "cpu.max").write_text("100000 100000\n")
+    assert cgroup_cpu_quota(tmp_path, tmp_path / "no-such-file") == 1.0
