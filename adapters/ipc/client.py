@@ -6,12 +6,22 @@ on first use and again after it is lost, so when the owner dies and another proc
 the socket path, the next call reaches the new owner. While no owner answers, every call raises
 ``VectorIndexError`` saying so (searches then fall back to keywords) and ``health`` returns that
 reason: derived data never stops the service.
+
+An owner can also be there and not answer (stopped, stuck in a build, its event loop blocked).
+The calls a request waits on — ``search``, ``retrieve_vectors``, ``count`` and ``ask`` with a
+number — are queries: each is bounded as a whole by the query timeout (``VECTOR_QUERY_TIMEOUT``
+in a follower), so such an owner costs a search that long and it answers from keywords. Once a
+query on the open connection went unanswered, later queries fail at once, unsent, until the owner
+answers anything on it again (the late answer itself will do) or the connection is lost: requests
+neither wait again nor pile up in the owner's socket while it is hung. Writes, builds and status
+calls (the embedding worker, the CLI) keep the longer call timeout.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -23,16 +33,22 @@ from domain.errors import VectorIndexError
 from domain.vectors import PointBatch, VectorFilter, VectorHit, VectorPoint
 
 CONNECT_SECONDS = 2.0
-CALL_SECONDS = 30.0  # a search or a write; streamed builds wait as long as the owner builds
+CALL_SECONDS = 30.0  # a write or a status call; streamed builds wait as long as the owner builds
 
 
 class SocketVectorIndex:
     def __init__(self, path: str | Path, *, connect_timeout: float = CONNECT_SECONDS,
-                 call_timeout: float = CALL_SECONDS, on_lost: Callable[[], None] = lambda: None) -> None:
+                 call_timeout: float = CALL_SECONDS, query_timeout: float | None = None,
+                 on_lost: Callable[[], None] = lambda: None) -> None:
         self.path = str(path)
         self._on_lost = on_lost  # called when an open connection drops (the owner may have died)
         self._connect_timeout = connect_timeout
         self._call_timeout = call_timeout
+        self._query_timeout = call_timeout if query_timeout is None else query_timeout
+        # The connection on which a query went unanswered (and since when): queries fail at once
+        # while it is the open one and has sent nothing since.
+        self._stalled: asyncio.StreamWriter | None = None
+        self._stalled_since, self._stalled_by = 0.0, ""
         self._writer: asyncio.StreamWriter | None = None
         self._reading: asyncio.Task | None = None
         self._connecting: asyncio.Lock | None = None
@@ -80,6 +96,8 @@ class SocketVectorIndex:
         try:
             while True:
                 found = wire.decode_answer(await wire.read_frame(reader))
+                if self._stalled is writer:  # it answers again (a late answer counts)
+                    self._stalled = None
                 self._disk_low = found.disk_low
                 waiter = self._pending.pop(found.id, None)
                 if waiter is not None and not waiter.done():
@@ -94,6 +112,8 @@ class SocketVectorIndex:
     def _lost(self, writer: asyncio.StreamWriter, reason: str) -> None:
         if self._writer is writer:
             self._writer = None
+        if self._stalled is writer:
+            self._stalled = None
         writer.close()
         if not self._closed:
             self._on_lost()
@@ -131,18 +151,33 @@ class SocketVectorIndex:
         the answer), ``None`` waits as long as it takes for the answer."""
         return await self._ask(await self._connection(), op, args, timeout=timeout, drain=drain)
 
+    async def _query(self, op: str, args: Sequence[Any], timeout: float) -> Any:
+        """A call a request waits on. ``timeout`` bounds all of it, a reconnect (its connect and
+        ``hello``) included. While an earlier query on the open connection is unanswered, it fails
+        at once and sends nothing (see the module's docstring)."""
+        if self._stalled is not None and self._stalled is self._writer and self.connected:
+            waited = time.monotonic() - self._stalled_since
+            raise VectorIndexError(f"the index owner has not answered for {waited:.1f}s ({self._stalled_by}); "
+                                   "queries fail at once until it answers")
+        sent: asyncio.StreamWriter | None = None
+        try:
+            async with asyncio.timeout(timeout):
+                sent = await self._connection()
+                return await self._ask(sent, op, args, timeout=None)
+        except TimeoutError:
+            if sent is not None and sent is self._writer and self._stalled is not sent:
+                self._stalled, self._stalled_since = sent, time.monotonic() - timeout
+                self._stalled_by = f"{op} unanswered within {timeout:g}s"
+            raise VectorIndexError(f"the index owner did not answer {op} within {timeout:g}s") from None
+
     async def ask(self, op: str, *args: Any, timeout: float | None = -1.0) -> Any:
         """An operation beyond the port (``embed``, ``embedder_probe``): the owner's answer, its
         failure raised as itself, ``VectorIndexError`` when no owner answers. A number ``timeout``
-        bounds the whole call, a reconnect (its connect and ``hello``) included: a search waits
-        no longer than its embedder allows for an owner that accepts but does not answer."""
+        makes it a query: bounded as a whole, a reconnect included, and failing at once while an
+        earlier query is unanswered (a search waits no longer than its embedder allows)."""
         if timeout is None or timeout == -1.0:
             return await self._call(op, *args, timeout=timeout)
-        try:
-            async with asyncio.timeout(timeout):
-                return await self._call(op, *args, timeout=None)
-        except TimeoutError:
-            raise VectorIndexError(f"the index owner did not answer {op} within {timeout:g}s") from None
+        return await self._query(op, args, timeout)
 
     def notify(self) -> None:
         """Tell the owner a write is in the outbox (best effort: it polls anyway).
@@ -151,8 +186,8 @@ class SocketVectorIndex:
         group commit answers many writes at once, and their requests finish in the same pass, so
         the owner is woken once (one socket write here, one frame read there) instead of once per
         request. The worker drains every due job per wake-up, so one notice serves them all."""
-        if self._notice_due or not self.connected:
-            return
+        if self._notice_due or not self.connected or self._stalled is not None:
+            return  # not to a hung owner: its worker polls the outbox anyway
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:  # outside the loop (a tool, a test): at once
@@ -178,7 +213,8 @@ class SocketVectorIndex:
 
     async def search(self, collection: str, vector: Sequence[float], limit: int,
                      filter: VectorFilter | None = None, score_threshold: float | None = None) -> list[VectorHit]:
-        return await self._call("search", collection, list(vector), limit, filter, score_threshold)
+        return await self._query("search", (collection, list(vector), limit, filter, score_threshold),
+                                 self._query_timeout)
 
     async def delete(self, collection: str, ids: Sequence[int]) -> None:
         if ids:
@@ -188,10 +224,10 @@ class SocketVectorIndex:
         await self._call("delete_by_filter", collection, filter)
 
     async def count(self, collection: str) -> int:
-        return await self._call("count", collection)
+        return await self._query("count", (collection,), self._query_timeout)  # /metrics reads it
 
     async def retrieve_vectors(self, collection: str, ids: Sequence[int]) -> dict[int, list[float]]:
-        return await self._call("retrieve_vectors", collection, list(ids))
+        return await self._query("retrieve_vectors", (collection, list(ids)), self._query_timeout)
 
     async def collections(self) -> list[str]:
         return await self._call("collections")
