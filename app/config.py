@@ -83,6 +83,10 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
         default=None, name="EMBEDDING_DIM")
     embedding_timeout: Annotated[float, _doc("seconds per embedding HTTP call", ge=0.01)] = field(
         default=30.0, name="EMBEDDING_TIMEOUT")
+    # An HTTP worker under `serve` reaches the vector index (and an in-process model) through the
+    # index host; a host that stops answering must cost a search this long, not CALL_SECONDS.
+    vector_query_timeout: Annotated[float, _doc("seconds a search waits for the index host", ge=0.01)] = field(
+        default=5.0, name="VECTOR_QUERY_TIMEOUT")
     memory_api_key: str | None = field(default=None, name="MEMORY_API_KEY")
     default_ranker: Annotated[str, _doc("ranker used when a request names none")] = field(
         default="conversation", name="DEFAULT_RANKER")

@@ -276,8 +276,11 @@ def embed_through_owner(container: Container, client) -> None:
     from adapters.ipc.embedder import SocketEmbedder
 
     local = container.embedder()  # not loaded: a model loads on ``start`` or a first ``embed``
+    # A query's embedding is a call to the index host like its vector search: a hung host costs a
+    # search VECTOR_QUERY_TIMEOUT (EMBEDDING_TIMEOUT if shorter), not the 30 s embedding default.
+    timeout = min(settings.embedding_timeout, settings.vector_query_timeout)
     container.embedder.override(providers.Singleton(
-        SocketEmbedder, client, local.model, local.dimension, local.max_batch, timeout=settings.embedding_timeout))
+        SocketEmbedder, client, local.model, local.dimension, local.max_batch, timeout=timeout))
 
 
 def build_container(settings: Settings) -> Container:

@@ -58,7 +58,7 @@ class IndexRole:
         self, *, lock_path: str, socket_path: str, model: ModelRef,
         open_manager: Callable[[], IndexManager], close_owned: Callable[[], Awaitable[None]],
         follow_seconds: float = FOLLOW_SECONDS, may_own: bool = True,
-        dead_lettered: Callable[[], int] = lambda: 0, embedder: Any = None,
+        dead_lettered: Callable[[], int] = lambda: 0, embedder: Any = None, query_timeout: float | None = None,
     ) -> None:
         self._lock = OwnerLock(lock_path)
         self._follow_seconds = follow_seconds
@@ -72,7 +72,8 @@ class IndexRole:
         self._worker: EmbeddingWorker | None = None
         self._worker_enabled = False
         self._wake = asyncio.Event()
-        self.remote = SocketVectorIndex(socket_path, on_lost=self._wake.set)
+        # A request's calls (search, stored vectors, counts, query embeddings) wait ``query_timeout``.
+        self.remote = SocketVectorIndex(socket_path, query_timeout=query_timeout, on_lost=self._wake.set)
         self.manager: IndexManager | None = None
         self._server: IndexServer | None = None
         self._task: asyncio.Task | None = None
@@ -375,7 +376,7 @@ def attach_index_role(container: Any, settings: Any, *, may_own: bool = True) ->
                      model=ModelRef(settings.embedder, embedder.model, embedder.dimension),
                      open_manager=open_manager, close_owned=close_owned, may_own=may_own,
                      dead_lettered=lambda: container.indexing().dead_lettered,
-                     embedder=embedder if may_own else None)
+                     embedder=embedder if may_own else None, query_timeout=settings.vector_query_timeout)
     container.index_manager.override(providers.Object(role.view))
     if not may_own:  # a follower only: the owner's model embeds its queries (no copy loaded here)
         embed_through_owner(container, role.remote)

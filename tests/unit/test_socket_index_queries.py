@@ -21,12 +21,13 @@ from adapters.ipc.server import IndexServer
 from adapters.memory.store import MemoryStore
 from adapters.memory.vector_index import InMemoryVectorIndex
 from adapters.rankers.builtin import RrfRanker
+from app.index_role import IndexRole, role_paths
 from domain import writes
 from domain.errors import EmbeddingError, VectorIndexError
 from domain.models import NewEpisode
 from domain.ranking import RankerConfig
 from domain.retrieval import SearchQuery, SearchService
-from domain.vectors import VectorPoint
+from domain.vectors import ModelRef, VectorPoint
 
 DIM = 4
 GUARD = 10  # seconds: ends a failing case, asserts nothing
@@ -202,3 +203,20 @@ async def test_a_followers_search_answers_from_keywords_when_the_owner_hangs_and
         assert result.hits[0].keyword is not None and result.hits[0].vector is None
     assert received == ["hello", "search"]
 
+
+async def test_a_follower_only_roles_searches_are_bounded_by_its_query_timeout(tmp_path: Path) -> None:
+    lock, path = role_paths(str(tmp_path / "m.db"))
+    server, _ = await _quiet_owner(Path(path))
+
+    async def never() -> None:
+        raise AssertionError("a follower only never opens the index")
+
+    role = IndexRole(lock_path=lock, socket_path=path, model=ModelRef("hash", "hash", DIM), open_manager=never,
+                     close_owned=never, may_own=False, follow_seconds=0.0, query_timeout=0.2)
+    try:
+        with pytest.raises(VectorIndexError, match=r"did not answer search within 0\.2s"):
+            await asyncio.wait_for(role.view.search("episodes", [1.0, 0.0, 0.0, 0.0], 5), GUARD)
+    finally:
+        await role.stop()
+        server.close()
+        await server.wait_closed()
