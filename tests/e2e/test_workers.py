@@ -1,17 +1,14 @@
 """``WORKERS=2``: one listening socket, two real worker processes under uvicorn's supervisor, and
 the index host beside them (``app.index_host``): the workers follow it, none owns the index.
 
-Which worker answers is the kernel's choice per connection, so each test holds keep-alive
-connections and asks ``/metrics`` on each which worker it reached (``memory_worker{pid}``): a pair
-of connections then talks to both workers for sure. Every wait is bounded.
+Which worker answers is the kernel's choice per connection, so each test holds a keep-alive
+connection to each worker (``tests.support.workers``). Every wait is bounded.
 """
 
 from __future__ import annotations
 
 import os
-import re
 import signal
-import time
 from contextlib import closing
 from pathlib import Path
 
@@ -22,8 +19,7 @@ from app.serving import AUTO_MAX, usable_cores
 from tests.support.process import WriteLoad, wait_for_health
 from tests.support.process_tree import INDEX_HOST_NAME, alive as _alive, comm, index_hosts, until as _until
 from tests.support.server import ServiceProcess, service_env
-
-CONNECT_ATTEMPTS = 200  # fresh connections tried until both workers have been reached
+from tests.support.workers import two_workers
 
 
 def _env(db: Path, **extra: str) -> dict[str, str]:
@@ -33,36 +29,6 @@ def _env(db: Path, **extra: str) -> dict[str, str]:
 def _owner_pid(client: httpx.Client) -> int | None:
     """The index owner's pid, from /health on this connection."""
     return (client.get("/health").json()["components"]["vectorIndex"].get("index", {}).get("owner") or {}).get("pid")
-
-
-def _worker(client: httpx.Client) -> tuple[int, str]:
-    """(the pid of the worker this connection reached, its part in the index), from /metrics."""
-    found = re.search(r'memory_worker\{pid="(\d+)",role="(\w+)"\} 1\.0', client.get("/metrics").text)
-    assert found is not None
-    return int(found[1]), found[2]
-
-
-def _two_workers(url: str) -> tuple[httpx.Client, httpx.Client]:
-    """A keep-alive connection to each of the two workers."""
-    found: dict[int, httpx.Client] = {}
-    for _ in range(CONNECT_ATTEMPTS):
-        client = httpx.Client(base_url=url, timeout=10.0, limits=httpx.Limits(max_connections=1))
-        try:
-            pid, _ = _worker(client)
-        except httpx.HTTPError:
-            client.close()
-            time.sleep(0.05)
-            continue
-        if pid in found:
-            client.close()
-            continue
-        found[pid] = client
-        if len(found) == 2:
-            first, second = found.values()
-            return first, second
-    for client in found.values():
-        client.close()
-    raise AssertionError(f"could not reach both workers in {CONNECT_ATTEMPTS} connections")
 
 
 def _children(parent: int) -> set[int]:
@@ -105,7 +71,7 @@ def test_two_workers_see_each_others_writes_and_answer_hybrid_search_from_the_in
         workers = _children(server.pid)
         assert len(workers) == 2
         (host,) = _until(lambda: index_hosts(server.pid), "the index host")
-        first, second = _two_workers(server.url)
+        first, second = two_workers(server.url)
         with closing(first), closing(second):
             # Neither worker owns the index: the host, a process of its own, does.
             _until(lambda: _owner_pid(first) == host and _owner_pid(second) == host, "both workers to see the host")
@@ -153,7 +119,7 @@ def test_killing_the_index_host_starts_another_and_loses_no_write(tmp_path):
     with ServiceProcess(_env(tmp_path / "memory.db")) as server:
         (host,) = _until(lambda: index_hosts(server.pid), "the index host")
         workers = _children(server.pid)
-        first, second = _two_workers(server.url)
+        first, second = two_workers(server.url)
         first.close()
         with closing(second):
             _until(lambda: _owner_pid(second) == host, "the host to answer")
