@@ -13,22 +13,11 @@ import httpx
 
 from tests.support.process import wait_for_backlog
 from tests.support.process_tree import index_hosts, until
+from tests.support.searching import hybrid_hit, search
 from tests.support.server import ServiceProcess, service_env
 from tests.support.workers import worker_of
 
 BOUND = 15.0  # seconds a request may take while the host is stopped: well under the 30 s call timeout
-
-
-def _search(client: httpx.Client, query: str) -> dict:
-    response = client.post("/search", json={"query": query, "limit": 5})
-    assert response.status_code == 200, response.text
-    return response.json()
-
-
-def _hybrid(client: httpx.Client, query: str, episode_id: int) -> bool:
-    body = _search(client, query)
-    hit = next((h for h in body["hits"] if h["id"] == episode_id), None)
-    return not body["degraded"] and hit is not None and hit["vector"] is not None
 
 
 def _on_each_worker(url: str, check) -> dict[int, object]:
@@ -55,10 +44,10 @@ def test_a_stopped_index_host_costs_a_search_the_query_timeout_and_hybrid_search
         kitten = client.post("/episodes", json={"sessionId": session, "userMessage": "I adopted a grey kitten "
                                                 "named Pixel", "aiResponse": "Lovely name."}).json()["id"]
         wait_for_backlog(server.url, pending=0)
-        _on_each_worker(server.url, lambda c: _hybrid(c, "kitten Pixel", kitten))
+        _on_each_worker(server.url, lambda c: hybrid_hit(c, "kitten Pixel", kitten))
 
         def from_keywords(c: httpx.Client) -> list[str]:
-            body = _search(c, "kitten Pixel")
+            body = search(c, "kitten Pixel")
             assert body["degraded"] and [h["id"] for h in body["hits"]] == [kitten], body
             assert all(h["vector"] is None for h in body["hits"])
             assert c.get("/metrics").status_code == 200  # its point counts are bounded too
@@ -74,6 +63,6 @@ def test_a_stopped_index_host_costs_a_search_the_query_timeout_and_hybrid_search
             os.kill(host, signal.SIGCONT)
         assert all(any("vector index unavailable" in w for w in found) for found in warnings.values()), warnings
 
-        _on_each_worker(server.url, lambda c: _hybrid(c, "kitten Pixel", kitten))  # once the host runs again
+        _on_each_worker(server.url, lambda c: hybrid_hit(c, "kitten Pixel", kitten))  # once the host runs again
         assert index_hosts(server.pid) == {host}  # the same host: it was stopped, never replaced
         assert server.stop() == 0, server.stderr()

@@ -14,21 +14,10 @@ import httpx
 
 from tests.support.process import wait_for_backlog
 from tests.support.process_tree import alive, index_hosts, until
+from tests.support.searching import hybrid_hit, search
 from tests.support.server import ServiceProcess, service_env
 
 LOADED = re.compile(r"embedder: local model \S+ loaded")
-
-
-def _search(client: httpx.Client, query: str, timeout: float = 30.0) -> dict:
-    response = client.post("/search", json={"query": query, "limit": 5}, timeout=timeout)
-    assert response.status_code == 200, response.text
-    return response.json()
-
-
-def _hybrid(client: httpx.Client, query: str, episode_id: int) -> bool:
-    body = _search(client, query)
-    hit = next((h for h in body["hits"] if h["id"] == episode_id), None)
-    return not body["degraded"] and hit is not None and hit["vector"] is not None
 
 
 def test_two_http_workers_and_the_host_load_the_model_once_and_search_by_meaning(tmp_path):
@@ -44,7 +33,7 @@ def test_two_http_workers_and_the_host_load_the_model_once_and_search_by_meaning
                                        "aiResponse": "Noted."})
         wait_for_backlog(server.url, pending=0)
         # "pet cat" shares no word with the kitten: only the vector leg finds it by meaning.
-        until(lambda: _hybrid(client, "my new pet cat", kitten), "a hybrid hit answered by a worker")
+        until(lambda: hybrid_hit(client, "my new pet cat", kitten), "a hybrid hit answered by a worker")
         embedder = until(lambda: (e := client.get("/health").json()["components"]["embedder"])["status"] == "ok"
                          and e, "the embedder to report ok")
         assert (embedder["kind"], embedder["model"], embedder["dimension"]) == ("local", "all-MiniLM-L6-v2", 384)
@@ -55,21 +44,21 @@ def test_two_http_workers_and_the_host_load_the_model_once_and_search_by_meaning
         # answer than 15 s is an httpx timeout).
         os.kill(host, signal.SIGSTOP)
         try:
-            body = _search(client, "kitten Pixel", timeout=15.0)
+            body = search(client, "kitten Pixel", timeout=15.0)
             assert body["degraded"] and body["hits"][0]["id"] == kitten
             assert all(h["vector"] is None for h in body["hits"])
             assert any("embedder unavailable" in w for w in body["warnings"]), body["warnings"]
         finally:
             os.kill(host, signal.SIGCONT)
-        until(lambda: _hybrid(client, "my new pet cat", kitten), "vector search once the host answers again")
+        until(lambda: hybrid_hit(client, "my new pet cat", kitten), "vector search once the host answers again")
 
         # A killed host: keywords answer at once; a new host loads the model and the vectors come back.
         os.kill(host, signal.SIGKILL)
         until(lambda: not alive(host), "the host to die")
-        body = _search(client, "kitten Pixel")
+        body = search(client, "kitten Pixel")
         assert body["degraded"] and body["hits"][0]["id"] == kitten
         until(lambda: (found := index_hosts(server.pid)) and host not in found, "another index host")
-        until(lambda: _hybrid(client, "my new pet cat", kitten), "vector search from the new host", 120)
+        until(lambda: hybrid_hit(client, "my new pet cat", kitten), "vector search from the new host", 120)
         assert server.stop() == 0, server.stderr()
 
     stderr = server.stderr()
