@@ -181,24 +181,29 @@ class SqliteDatabase:
             if item is _STOP:
                 break
             batch = [item]
-            while len(batch) < MAX_GROUP:
-                try:
-                    nxt = self._queue.get_nowait()
-                except queue.Empty:
-                    break
-                if nxt is _STOP:
-                    self._queue.put(_STOP)
-                    break
-                batch.append(nxt)
             upkeep.written()
             try:
                 with self._turn:
+                    # Gathered once the turn is ours: what queued while it was waited for commits too.
+                    self._gather(batch)
                     self._run_group(conn, batch)
             except BaseException as exc:  # the writer thread must outlive any single failure
                 log.exception("writer group failed")
                 for _fn, future, loop in batch:
                     self._settle(future, loop, None, Unavailable(f"write failed: {type(exc).__name__}"))
         conn.close()
+
+    def _gather(self, batch: list) -> None:
+        """Add the writes waiting in the queue to ``batch``, up to ``MAX_GROUP``."""
+        while len(batch) < MAX_GROUP:
+            try:
+                nxt = self._queue.get_nowait()
+            except queue.Empty:
+                return
+            if nxt is _STOP:
+                self._queue.put(_STOP)
+                return
+            batch.append(nxt)
 
     def _run_group(self, conn: sqlite3.Connection, batch: list) -> None:
         outcomes: list[tuple[object, BaseException | None]] = []

@@ -4,12 +4,16 @@ With ``WORKERS`` > 1 (and the index host beside them) several processes write on
 serialises them with its own write lock, but a writer that finds it taken sleeps in SQLite's busy
 handler on a fixed ladder (1, 2, 5, 10 … 100 ms) and is not woken when the lock frees: under a
 write load the tail latency of POST /episodes reached seconds with two workers. ``WriterTurn``
-takes an ``flock`` on ``<SQLITE_PATH>.writer`` around each group-commit transaction, so the next
-writer in line gets its turn within a short poll of the previous commit. Waiting is bounded by the
-same 5 s as SQLite's busy timeout: past it the writer goes on without the turn and SQLite's own
-lock decides, as before (a stuck holder can never hang the writes). The kernel drops the lock of a
-process that dies, even by ``kill -9``. Other programs writing the file are not affected: SQLite's
-lock still orders everyone.
+takes an ``flock`` on ``<SQLITE_PATH>.writer`` around each group-commit transaction. A writer
+that finds the turn taken hands the wait to a waiter thread blocked in ``flock`` on a descriptor
+of its own, which the kernel wakes the moment the turn is released (a poll, 0.2 → 2 ms between
+tries, left the turn idle for up to 2 ms after each commit while the lock was the bottleneck of
+the write path: round 8). Waiting is bounded by the same 5 s as SQLite's busy timeout: past it
+the writer goes on without the turn and SQLite's own lock decides, as before (a stuck holder can
+never hang the writes), and a turn the waiter gets after its writer stopped waiting is let go at
+once, or handed to the writer's next wait. The kernel drops the lock of a process that dies, even
+by ``kill -9``. Other programs writing the file are not affected: SQLite's lock still orders
+everyone.
 """
 
 from __future__ import annotations
@@ -17,20 +21,18 @@ from __future__ import annotations
 import fcntl
 import logging
 import os
-import time
+import threading
 
 log = logging.getLogger(__name__)
-
-POLL_FIRST = 0.0002  # seconds between tries, doubling up to POLL_MAX
-POLL_MAX = 0.002
 
 
 class WriterTurn:
     def __init__(self, database_path: str, timeout: float) -> None:
         self.path = f"{database_path}.writer"
         self._timeout = timeout
-        self._held = False
+        self._held: int | None = None  # the descriptor the turn is held through
         self._unsupported = False
+        self._waiter: _Waiter | None = None
         try:
             self._fd: int | None = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         except OSError as exc:  # SQLite itself decides whether this database can be written
@@ -46,19 +48,20 @@ class WriterTurn:
             log.warning("writers take no turns on %s (%s); SQLite's own lock orders them", self.path, exc)
             self._unsupported = True
             return True
-        self._held = True
+        self._held = self._fd
         return True
 
     def __enter__(self) -> WriterTurn:
         if self._unsupported or self._try():
             return self
-        deadline, delay = time.monotonic() + self._timeout, POLL_FIRST
-        while time.monotonic() < deadline:
-            time.sleep(delay)
-            if self._try():
+        if self._waiter is None:
+            try:
+                self._waiter = _Waiter(self.path)
+            except OSError as exc:  # no second descriptor: SQLite's own lock and busy timeout decide
+                log.warning("no waiter for the writer turn on %s (%s)", self.path, exc)
                 return self
-            delay = min(delay * 2, POLL_MAX)
-        return self  # no turn within the timeout: SQLite's own lock and busy timeout decide
+        self._held = self._waiter.take(self._timeout)
+        return self  # None held: no turn within the timeout, SQLite's own lock and busy timeout decide
 
     def __exit__(self, *exc: object) -> None:
         self.release()
@@ -68,14 +71,66 @@ class WriterTurn:
         return self._unsupported or self._try()
 
     def release(self) -> None:
-        if self._held:
-            self._held = False
-            fcntl.flock(self._fd, fcntl.LOCK_UN)
+        if self._held is not None:
+            held, self._held = self._held, None
+            fcntl.flock(held, fcntl.LOCK_UN)
 
     def close(self) -> None:
+        if self._waiter is not None:
+            self._waiter.close()
+            self._waiter = None
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
+
+
+class _Waiter:
+    """A thread blocked in ``flock`` for its writer, on its own descriptor (a lock of its own: a
+    writer that stopped waiting and then took the turn through its descriptor is never also handed
+    one the waiter got)."""
+
+    def __init__(self, path: str) -> None:
+        self.fd = os.open(path, os.O_RDWR | os.O_CLOEXEC)
+        self._state = threading.Condition()
+        self._wanted = self._got = self._failed = self._closed = False
+        self._thread = threading.Thread(target=self._run, name="sqlite-writer-turn", daemon=True)
+        self._thread.start()
+
+    def take(self, timeout: float) -> int | None:
+        """Its descriptor once the turn is got through it, None past ``timeout`` (or if it fails)."""
+        with self._state:
+            self._wanted, self._got, self._failed = True, False, False
+            self._state.notify_all()
+            self._state.wait_for(lambda: self._got or self._failed, timeout)
+            got, self._wanted, self._got = self._got, False, False
+            return self.fd if got else None  # not got: the waiter lets the turn go when it gets it
+
+    def _run(self) -> None:
+        while True:
+            with self._state:
+                self._state.wait_for(lambda: self._wanted or self._closed)
+                if self._closed:
+                    break
+            try:
+                fcntl.flock(self.fd, fcntl.LOCK_EX)
+            except OSError as exc:
+                log.warning("waiting for the writer turn failed (%s); SQLite's own lock orders this write", exc)
+                with self._state:
+                    self._wanted, self._failed = False, True
+                    self._state.notify_all()
+                continue
+            with self._state:
+                if self._wanted and not self._closed:
+                    self._wanted, self._got = False, True  # handed over: not wanted again until asked
+                    self._state.notify_all()
+                    continue
+            fcntl.flock(self.fd, fcntl.LOCK_UN)  # its writer stopped waiting
+        os.close(self.fd)  # closed here, never while this thread may be inside flock on it
+
+    def close(self) -> None:
+        with self._state:
+            self._closed = True
+            self._state.notify_all()
 
 
 class NoTurn:

@@ -90,6 +90,77 @@ def test_a_turn_held_past_the_timeout_does_not_hang_the_writer(tmp_path):
     assert _turn_free(path)
 
 
+def _until(check, limit_s: float = 10.0) -> bool:
+    """Whether ``check()`` becomes true within ``limit_s`` (a bound on waiting, not a speed claim)."""
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline:
+        if check():
+            return True
+        time.sleep(0.01)
+    return check()
+
+
+def test_a_waiting_writer_is_handed_the_turn_when_it_is_released(tmp_path):
+    path = str(tmp_path / "m.db")
+    holder = os.open(f"{path}.writer", os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(holder, fcntl.LOCK_EX)
+    turn = WriterTurn(path, timeout=30)
+    entered, held = threading.Event(), []
+
+    def write() -> None:
+        with turn:
+            entered.set()
+            held.append(not _turn_free(path))  # held, through the waiter's descriptor
+            time.sleep(0.05)
+
+    writer = threading.Thread(target=write)
+    try:
+        writer.start()
+        assert not entered.wait(0.2)  # waiting: the turn is the holder's
+        fcntl.flock(holder, fcntl.LOCK_UN)
+        assert entered.wait(10)  # woken by the release, long before the 30 s bound
+        writer.join(10)
+        assert held == [True]
+        assert _turn_free(path)  # and released after its transaction
+    finally:
+        turn.close()
+        os.close(holder)
+
+
+def test_a_turn_got_after_the_writer_stopped_waiting_is_let_go_or_handed_to_its_next_wait(tmp_path):
+    path = str(tmp_path / "m.db")
+    holder = os.open(f"{path}.writer", os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(holder, fcntl.LOCK_EX)
+    turn = WriterTurn(path, timeout=0.05)
+    try:
+        with turn:  # gives up waiting; the waiter stays blocked for it
+            pass
+        fcntl.flock(holder, fcntl.LOCK_UN)
+        assert _until(lambda: _turn_free(path))  # the waiter got it for nobody and let it go
+        fcntl.flock(holder, fcntl.LOCK_EX)
+        with turn:  # gives up again
+            pass
+        turn._timeout = 30
+        done, held = threading.Event(), []
+
+        def write_again() -> None:
+            with turn:  # the waiter's pending wait serves this one
+                held.append(not _turn_free(path))
+            done.set()
+
+        again = threading.Thread(target=write_again)
+        again.start()
+        time.sleep(0.1)
+        fcntl.flock(holder, fcntl.LOCK_UN)
+        assert done.wait(10)
+        again.join(10)
+        assert held == [True]
+        assert _turn_free(path)
+    finally:
+        turn.close()
+        os.close(holder)
+
+
 def _write_many(path: str, tag: int, count: int) -> None:
     import asyncio
 
