@@ -17,7 +17,7 @@ from app.container import Container, build_container, shutdown
 from app.docs import DOCS_PATHS, docs_asset, open_operations, openapi_config
 from app.errors import EXCEPTION_HANDLERS
 from app.head_requests import HeadAsGet
-from app.hot_reads import HotReads
+from app.hot_routes import HotRoutes
 from app.health import HEALTH_ROUTES
 from app.health_gate import HealthGate
 from app.index_role import WorkerCollector, attach_index_role
@@ -139,10 +139,13 @@ def create_app(settings: Settings, container: Container | None = None, *, worker
         await ids_are_digits(request, request.route_handler)
         await set_actor(request)
 
+    def after_write() -> None:
+        notify()
+        event_feed.notify()  # long-polls wake at once (other processes' writes: within POLL_SECONDS)
+
     async def after_response(request: Request) -> None:  # async: a sync hook costs a thread hop
         if request.method != "GET":
-            notify()
-            event_feed.notify()  # long-polls wake at once (other processes' writes: within POLL_SECONDS)
+            after_write()
 
     app = Litestar(
         route_handlers=[
@@ -169,8 +172,9 @@ def create_app(settings: Settings, container: Container | None = None, *, worker
     # Gates run before routing. Admission control is outermost: under overload a refusal must
     # cost as little as possible (no request id, no log line; it has its own counter). Inside it
     # the observer sees unrouted and refused-by-gate requests and the final status of the rest.
-    # The hottest plain reads skip Litestar's per-request machinery (app.hot_reads), inside every gate.
-    handler = JsonBodiesOnly(HeadAsGet(HotReads(app.asgi_handler, app), passthrough=(MCP_PATH,)))
+    # The hottest plain requests skip Litestar's per-request machinery (app.hot_routes), inside every gate.
+    hot = HotRoutes(app.asgi_handler, app, max_body=settings.max_body_bytes, after_write=after_write)
+    handler = JsonBodiesOnly(HeadAsGet(hot, passthrough=(MCP_PATH,)))
     handler = ApiKeyGate(handler, settings.memory_api_key, OPEN_PATHS, cors=bool(settings.cors_origins))
     admission = PatientAdmission(RequestObserver(handler, service_metrics), settings.max_in_flight, ADMISSION_EXEMPT,
                                  max_body=settings.max_body_bytes)

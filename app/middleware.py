@@ -228,8 +228,14 @@ def _has_body(scope: Scope) -> bool:
 async def _body_first(receive: Receive, max_body: int) -> Receive:
     """Read the request's body messages now (stopping past ``max_body`` bytes or at a disconnect)
     and return a ``receive`` that hands them out again, then continues with the real one."""
+    return (await buffered_body(receive, max_body))[1]
+
+
+async def buffered_body(receive: Receive, max_body: int) -> tuple[bytes | None, Receive]:
+    """``_body_first``, and the whole body when it arrived complete within ``max_body`` bytes
+    (None when it is larger, or the client went away)."""
     buffered: list[Message] = []
-    size = 0
+    size, complete = 0, False
     while True:
         message = await receive()
         buffered.append(message)
@@ -237,13 +243,15 @@ async def _body_first(receive: Receive, max_body: int) -> Receive:
             break
         size += len(message.get("body", b""))
         if not message.get("more_body") or size > max_body:
+            complete = not message.get("more_body") and size <= max_body
             break
+    body = b"".join(m.get("body", b"") for m in buffered) if complete else None
     buffered.reverse()
 
     async def replay() -> Message:
         return buffered.pop() if buffered else await receive()
 
-    return replay
+    return body, replay
 
 
 class ApiKeyGate:

@@ -59,7 +59,7 @@ def _number_pattern(annotation: Any) -> re.Pattern[str] | None:
     return None
 
 
-def _declared(handler: HTTPRouteHandler, path_params: Any) -> _Declared:
+def declared_input(handler: HTTPRouteHandler, path_params: Any) -> _Declared:
     found = handler.opt.get(_KEY)
     if found is None:
         model = handler.create_kwargs_model(path_parameters=dict.fromkeys(path_params))
@@ -134,7 +134,7 @@ async def strict_input(connection: ASGIConnection, _: BaseRouteHandler) -> None:
     if not isinstance(handler, HTTPRouteHandler) or connection.scope.get("method") == "OPTIONS":
         # OPTIONS (Litestar's own handler) answers for the path whatever the query: a preflight carries the real one.
         return
-    declared = _declared(handler, connection.path_params)
+    declared = declared_input(handler, connection.path_params)
     check_query(connection, declared)
     if declared.body is None:
         return

@@ -1,21 +1,22 @@
-"""The hot reads (app.hot_reads) answer exactly as Litestar does: the same status, headers and bytes,
+"""The hot routes (app.hot_routes) answer exactly as Litestar does: the same status, headers and bytes,
 for the plain requests they take and for everything they hand on; the route is known to the request
-log and the metrics either way."""
+log and the metrics either way; a write is made once, and wakes the embedding worker as Litestar's
+hook does."""
 
 from __future__ import annotations
 
 import pytest
 from litestar.testing import TestClient
 
-from app.hot_reads import HotReads
+from app.hot_routes import HotRoutes
 from app.main import create_app
 
 VOLATILE = {"date", "x-request-id"}
 
 
-def _hot(app) -> HotReads:
+def _hot(app) -> HotRoutes:
     handler = app.asgi_handler
-    while not isinstance(handler, HotReads):
+    while not isinstance(handler, HotRoutes):
         handler = handler.app
     return handler
 
@@ -28,7 +29,7 @@ def served(tmp_path_factory):
 
     folder = tmp_path_factory.mktemp("hot")
     settings = Settings(sqlite_path=str(folder / "memory.db"), vector_index="memory", embedder="fake",
-                        embedding_dim=16, port=0, cors_origins=("https://app.example",))
+                        embedding_dim=16, port=0, cors_origins=("https://app.example",), max_body_bytes=4096)
     with TestClient(create_app(settings)) as client:
         ids = []
         for name in ("a", "b"):
@@ -84,7 +85,7 @@ EITHER = ["/episodes/1/", "/episodes/search?q=%FF%FE", "/episodes/search?q=+", "
           "/episodes/search?q=coffee&limit=1000", f"/episodes/{2**63 - 1}", f"/episodes/{2**63}"]
 
 
-def _litestar_alone(hot: HotReads, client, path: str):
+def _litestar_alone(hot: HotRoutes, client, path: str):
     match, hot._match = hot._match, (lambda _path: None)  # every request handed on
     try:
         return client.get(path)
@@ -151,3 +152,90 @@ def test_the_request_log_and_metrics_name_the_route(served):
         handed_on.clear()
         assert client.get(path).status_code == 200 and handed_on == []
         assert count(route) == before + 1, route
+
+
+# -- POST /episodes ---------------------------------------------------------------------------------
+def _written(client) -> int:
+    """How many episodes the store holds (both sessions)."""
+    return sum(client.get(f"/sessions/{sid}/episodes").json()["total"] for sid in (1, 2))
+
+
+def _without_identity(response) -> tuple:
+    body = response.json()
+    body.pop("id"), body.pop("createdAt")
+    headers = sorted((k.lower(), v) for k, v in response.headers.items() if k.lower() not in VOLATILE | {"content-length"})
+    return response.status_code, headers, body
+
+
+def _post_alone(hot: HotRoutes, client, **kwargs):
+    """POST /episodes with the hot path out of the way (Litestar alone)."""
+    create, hot._create_body = hot._create_body, None  # no body is plain: every POST handed on
+    try:
+        return client.post("/episodes", **kwargs)
+    finally:
+        hot._create_body = create
+
+
+PLAIN_BODIES = [
+    {"sessionId": 1, "userMessage": "Zoë likes oat milk", "aiResponse": "noted"},
+    {"sessionId": 2, "userMessage": "", "aiResponse": "only the reply", "tokenCount": 7, "metadata": {"topic": "x"}},
+    {"sessionId": 1, "userMessage": "dated", "aiResponse": "r", "createdAt": "2026-01-02T03:04:05Z",
+     "expiresAt": "2099-01-01T00:00:00+02:00"},
+]
+
+
+@pytest.mark.parametrize("body", PLAIN_BODIES)
+def test_a_plain_post_is_written_once_by_the_hot_path_with_litestars_answer(served, body):
+    client, hot, inner, handed_on = served
+    woken, after_write = [], hot._after_write
+    hot._after_write = lambda: (woken.append(1), after_write())
+    try:
+        before = _written(client)
+        handed_on.clear()
+        fast = client.post("/episodes", json=body)
+        assert handed_on == [] and fast.status_code == 201, fast.text
+        assert woken == [1]  # the embedding worker and the change feed are woken, as after Litestar's write
+        assert _written(client) == before + 1  # one episode written
+        assert client.get(f"/episodes/{fast.json()['id']}").json() == fast.json()
+        slow = _post_alone(hot, client, json=body)
+        assert _without_identity(fast) == _without_identity(slow)
+    finally:
+        hot._after_write = after_write
+
+
+BAD_BODIES = [
+    ("json", {"sessionId": 99, "userMessage": "u", "aiResponse": "a"}),  # no such session: 404
+    ("json", {"sessionId": "1", "userMessage": "u", "aiResponse": "a"}),  # a number in a string
+    ("json", {"sessionId": 1, "userMessage": "u", "aiResponse": "a", "extra": 1}),
+    ("json", {"sessionId": 1, "userMessage": "", "aiResponse": " "}),  # both empty: the service's 400
+    ("json", {"sessionId": 1, "userMessage": "u"}),
+    ("json", {"sessionId": 1, "userMessage": "u", "aiResponse": "a", "createdAt": "yesterday"}),
+    ("json", [1, 2]),
+    ("content", b'{"sessionId": 1, "userMessage": "u", '),
+    ("content", b""),
+    ("content", b'{"sessionId": 1, "userMessage": "' + b"x" * 5000 + b'", "aiResponse": "a"}'),  # over max_body
+]
+
+
+@pytest.mark.parametrize(("kind", "body"), BAD_BODIES)
+def test_a_post_that_is_not_plain_is_handed_on_and_writes_nothing(served, kind, body):
+    client, hot, inner, handed_on = served
+    headers = {"content-type": "application/json"}
+    before = _written(client)
+    handed_on.clear()
+    fast = client.post("/episodes", headers=headers, **{kind: body})
+    assert handed_on == ["/episodes"], fast.text
+    slow = _post_alone(hot, client, headers=headers, **{kind: body})
+    assert 400 <= fast.status_code < 500
+    assert _answer(fast) == _answer(slow)
+    assert _written(client) == before
+
+
+@pytest.mark.parametrize(("path", "headers"), [("/episodes?x=1", {}), ("/episodes", {"X-Actor": "ops"}),
+                                               ("/episodes/", {})])
+def test_a_post_with_a_query_an_actor_or_another_path_is_litestars(served, path, headers):
+    client, hot, inner, handed_on = served
+    handed_on.clear()
+    response = client.post(path, json=PLAIN_BODIES[0], headers=headers)
+    assert handed_on == [path.split("?")[0]], response.text
+    assert response.status_code == (400 if "?" in path else 201), response.text

@@ -1,18 +1,22 @@
-"""The three hottest reads in their plainest form, answered without Litestar's per-request machinery.
+"""The hottest requests in their plainest form, answered without Litestar's per-request machinery.
 
-``GET /episodes/{id}``, ``GET /episodes/search`` and ``GET /sessions/{id}/episodes`` are most of
-what an assistant asks for. Through Litestar each pays for routing, a ``Request``, the signature
-model, dependency resolution, the before/after hooks, a ``Response`` and its ASGI wrapper: about
-half of the CPU of a lookup by id (py-spy of the peer bench, round 8), more than the lookup itself.
-``HotReads`` sits inside every gate (health, admission, request id and log, API key, HEAD) and in
-front of Litestar's router. A request it can read at a glance — one of those paths exactly, ids
-and numbers in plain digits within their ranges, only the parameters the route declares, each
-once, no ``Origin`` (CORS) and no ``X-Actor`` header — it answers itself by calling the route's
-own handler function (the controller method, so the answer is built by the same code) and
-encoding the result with the route's own serializer: the same status, headers and bytes Litestar
-would send. Everything else goes to Litestar untouched, and so does a request whose handler
-raises (a 404, a 503, anything): Litestar runs it again and answers it with the service's error
-shape. Only reads are taken, so running one twice changes nothing.
+``GET /episodes/{id}``, ``GET /episodes/search``, ``GET /sessions/{id}/episodes`` and
+``POST /episodes`` are most of what an assistant asks for. Through Litestar each pays for routing,
+a ``Request``, the signature model, dependency resolution, the before/after hooks, a ``Response``
+and its ASGI wrapper: about half of the CPU of a lookup by id and a third of a worker's CPU for a
+POST (py-spy of the peer bench, round 8), more than the handler itself. ``HotRoutes`` sits inside
+every gate (health, admission, request id and log, API key, HEAD, JSON bodies only) and in front
+of Litestar's router. A request it can read at a glance — one of those paths exactly, ids and
+numbers in plain digits within their ranges, only the parameters the route declares, each once,
+a body that decodes strictly into the route's body type, no ``Origin`` (CORS) and no ``X-Actor``
+header — it answers itself by calling the route's own handler function (the controller method,
+so the answer is built by the same code) and encoding the result with the route's own serializer:
+the same status, headers and bytes Litestar would send. After a write it runs what Litestar's
+``after_response`` runs (wake the embedding worker and the change feed). Everything else goes to
+Litestar untouched (a body read here is handed on as it came), and so does a request whose
+handler raises (a 404, a 400 from the service, a 503): Litestar runs it again and answers it with
+the service's error shape. That is safe for the write too: a handler that raises has committed
+nothing (a write fails before its commit or with it), and one that returned is never run again.
 """
 
 from __future__ import annotations
@@ -28,12 +32,16 @@ from litestar._parsers import parse_query_string
 from litestar.serialization import encode_json, get_serializer
 from litestar.types import ASGIApp, Receive, Scope, Send
 
+from app.middleware import buffered_body
+from app.routes.strict import declared_input
+
 from domain.limits import MAX_ID, MAX_KEYWORD_QUERY, MAX_LIMIT, MAX_OFFSET
 
 _DIGITS = re.compile(r"[1-9][0-9]{0,18}")
 _COUNT = re.compile(r"0|[1-9][0-9]{0,18}")
 _SKIP_HEADERS = frozenset({b"origin", b"x-actor"})  # CORS answers and the actor check stay Litestar's
 _JSON = (b"content-type", b"application/json")
+_CREATE = "/episodes"  # the path of POST /episodes
 
 
 def _int_within(low: int, high: int) -> Callable[[str], int | None]:
@@ -89,21 +97,32 @@ class _Bound:
     path_template: str  # what Litestar's router puts in the scope (the request log and metrics read it)
 
 
-class HotReads:
+def _bind(route: Any, method: str, spec: _Route, taken: set[str | None]) -> _Bound:
+    """``spec`` bound to the handler of ``method`` on ``route``: the parameters not ``taken`` from
+    the request are its dependencies (the services; their providers take no arguments)."""
+    handler = route.route_handler_map[method][0]
+    dependencies = handler.resolve_dependencies()
+    services = {key: dependencies[key].dependency for key in set(handler.parsed_fn_signature.parameters) - taken}
+    return _Bound(spec, handler.fn, services, get_serializer(handler.resolve_type_encoders()), route.path_format)
+
+
+class HotRoutes:
     """ASGI wrapper around Litestar's router; see the module."""
 
-    def __init__(self, app: ASGIApp, litestar: Litestar) -> None:
+    def __init__(self, app: ASGIApp, litestar: Litestar, *, max_body: int,
+                 after_write: Callable[[], None] = lambda: None) -> None:
         self.app = app
         self._bound: dict[str, _Bound] = {}
+        self._max_body = max_body
+        self._after_write = after_write
         routes = {route.path: route for route in litestar.routes}
         for name, spec in _ROUTES.items():
-            route = routes[spec.template]
-            handler = route.route_handler_map["GET"][0]  # type: ignore[union-attr]
-            dependencies = handler.resolve_dependencies()
-            wanted = set(handler.parsed_fn_signature.parameters) - {spec.path_id} - {k for k, _ in spec.query.values()}
-            services = {key: dependencies[key].dependency for key in wanted}
-            self._bound[name] = _Bound(spec, handler.fn, services, get_serializer(handler.resolve_type_encoders()),
-                                       route.path_format)
+            taken = {spec.path_id} | {keyword for keyword, _ in spec.query.values()}
+            self._bound[name] = _bind(routes[spec.template], "GET", spec, taken)
+        self._create = _bind(routes[_CREATE], "POST", _Route(_CREATE, None, {}), {"data"})
+        handler = routes[_CREATE].route_handler_map["POST"][0]  # type: ignore[union-attr]
+        self._create_body = declared_input(handler, {}).body
+        self._create_status = handler.status_code
 
     def _match(self, path: str) -> tuple[_Bound, int | None] | None:
         parts = path.split("/")  # "/episodes/5" -> ["", "episodes", "5"]
@@ -138,17 +157,16 @@ class HotReads:
         return kwargs
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["method"] != "GET" or scope.get("root_path"):
+        if scope["type"] != "http" or scope.get("root_path") or not self._plain_headers(scope):
             await self.app(scope, receive, send)
             return
-        found = self._match(scope["path"])
+        if scope["method"] == "POST" and scope["path"] == _CREATE and not scope["query_string"]:
+            await self._create_episode(scope, receive, send)
+            return
+        found = self._match(scope["path"]) if scope["method"] == "GET" else None
         if found is None:
             await self.app(scope, receive, send)
             return
-        for key, value in scope["headers"]:
-            if key in _SKIP_HEADERS or (key == b"host" and not is_valid_host(value)):
-                await self.app(scope, receive, send)
-                return
         bound, path_id = found
         kwargs = self._arguments(bound, path_id, scope["query_string"])
         if kwargs is None:
@@ -159,7 +177,32 @@ class HotReads:
         except Exception:  # an error (or anything unusual): Litestar runs it again and answers it
             await self.app(scope, receive, send)
             return
+        await self._answer(scope, send, bound, 200, body)
+
+    @staticmethod
+    def _plain_headers(scope: Scope) -> bool:
+        return not any(key in _SKIP_HEADERS or (key == b"host" and not is_valid_host(value))
+                       for key, value in scope["headers"])
+
+    async def _create_episode(self, scope: Scope, receive: Receive, send: Send) -> None:
+        raw, receive = await buffered_body(receive, self._max_body)  # handed on as it came
+        try:
+            if raw is None or self._create_body is None:
+                raise ValueError("not a plain body")
+            kwargs = {"data": self._create_body.decode(raw)}
+            kwargs.update((key, provide()) for key, provide in self._create.services.items())
+            created = await self._create.handler(**kwargs)
+        except Exception:  # nothing was committed: Litestar judges the request and answers it
+            await self.app(scope, receive, send)
+            return
+        # Committed: from here on it is answered here, whatever happens.
+        await self._answer(scope, send, self._create, self._create_status,
+                           encode_json(created, self._create.serializer))
+        self._after_write()
+
+    @staticmethod
+    async def _answer(scope: Scope, send: Send, bound: _Bound, status: int, body: bytes) -> None:
         scope["path_template"] = bound.path_template  # type: ignore[typeddict-unknown-key]
-        await send({"type": "http.response.start", "status": 200,
+        await send({"type": "http.response.start", "status": status,
                     "headers": [_JSON, (b"content-length", str(len(body)).encode())]})
         await send({"type": "http.response.body", "body": body})
