@@ -14,9 +14,11 @@ so the answer is built by the same code) and encoding the result with the route'
 the same status, headers and bytes Litestar would send. After a write it runs what Litestar's
 ``after_response`` runs (wake the embedding worker and the change feed). Everything else goes to
 Litestar untouched (a body read here is handed on as it came), and so does a request whose
-handler raises (a 404, a 400 from the service, a 503): Litestar runs it again and answers it with
-the service's error shape. That is safe for the write too: a handler that raises has committed
-nothing (a write fails before its commit or with it), and one that returned is never run again.
+handler raises (a 404, a 400 from the service, a 503): the failure rides with it (``HOT_FAILURE``),
+and Litestar's before-request hook raises it once Litestar's own checks have passed, so Litestar
+answers it with the service's error shape without calling the service again. A POST handler that
+raises has committed nothing (a write fails before its commit or with it), and one that returned is
+never run again.
 """
 
 from __future__ import annotations
@@ -42,6 +44,9 @@ _COUNT = re.compile(r"0|[1-9][0-9]{0,18}")
 _SKIP_HEADERS = frozenset({b"origin", b"x-actor"})  # CORS answers and the actor check stay Litestar's
 _JSON = (b"content-type", b"application/json")
 _CREATE = "/episodes"  # the path of POST /episodes
+# Where a handler's failure rides to Litestar with the request: its before-request hook raises it once
+# the request has passed Litestar's own checks, so the service is not called a second time.
+HOT_FAILURE = "nexusai.hot_failure"
 
 
 def _int_within(low: int, high: int) -> Callable[[str], int | None]:
@@ -174,7 +179,8 @@ class HotRoutes:
             return
         try:
             body = encode_json(await bound.handler(**kwargs), bound.serializer)
-        except Exception:  # an error (or anything unusual): Litestar runs it again and answers it
+        except Exception as exc:  # an error: Litestar answers it (HOT_FAILURE), with its own checks first
+            scope[HOT_FAILURE] = exc  # type: ignore[literal-required]
             await self.app(scope, receive, send)
             return
         await self._answer(scope, send, bound, 200, body)
@@ -186,13 +192,16 @@ class HotRoutes:
 
     async def _create_episode(self, scope: Scope, receive: Receive, send: Send) -> None:
         raw, receive = await buffered_body(receive, self._max_body)  # handed on as it came
+        kwargs: dict[str, Any] = {}
         try:
             if raw is None or self._create_body is None:
                 raise ValueError("not a plain body")
-            kwargs = {"data": self._create_body.decode(raw)}
+            kwargs["data"] = self._create_body.decode(raw)
             kwargs.update((key, provide()) for key, provide in self._create.services.items())
             created = await self._create.handler(**kwargs)
-        except Exception:  # nothing was committed: Litestar judges the request and answers it
+        except Exception as exc:  # nothing was committed: Litestar judges the request and answers it
+            if "data" in kwargs:  # the service refused it: Litestar answers that, not asking again
+                scope[HOT_FAILURE] = exc  # type: ignore[literal-required]
             await self.app(scope, receive, send)
             return
         # Committed: from here on it is answered here, whatever happens.

@@ -17,7 +17,7 @@ from app.container import Container, build_container, shutdown
 from app.docs import DOCS_PATHS, docs_asset, open_operations, openapi_config
 from app.errors import EXCEPTION_HANDLERS
 from app.head_requests import HeadAsGet
-from app.hot_routes import HotRoutes
+from app.hot_routes import HOT_FAILURE, HotRoutes
 from app.health import HEALTH_ROUTES
 from app.health_gate import HealthGate
 from app.index_role import WorkerCollector, attach_index_role
@@ -138,6 +138,9 @@ def create_app(settings: Settings, container: Container | None = None, *, worker
         # anything else about the request is judged.
         await ids_are_digits(request, request.route_handler)
         await set_actor(request)
+        failed = request.scope.pop(HOT_FAILURE, None)  # type: ignore[misc]
+        if failed is not None:  # the hot route's handler raised it: answered as its own failure
+            raise failed
 
     def after_write() -> None:
         notify()

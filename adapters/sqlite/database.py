@@ -189,6 +189,11 @@ class SqliteDatabase:
                     self._run_group(conn, batch)
             except BaseException as exc:  # the writer thread must outlive any single failure
                 log.exception("writer group failed")
+                if conn.in_transaction:  # failed midway: SQLite's write lock must not stay held
+                    try:
+                        conn.execute("ROLLBACK")
+                    except sqlite3.Error:
+                        pass
                 for _fn, future, loop in batch:
                     self._settle(future, loop, None, Unavailable(f"write failed: {type(exc).__name__}"))
         conn.close()

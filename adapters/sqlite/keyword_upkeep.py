@@ -26,7 +26,7 @@ import sqlite3
 log = logging.getLogger(__name__)
 
 IDLE_SECONDS = 0.5  # quiet time after the last write before merging starts
-STEP_GAP = 0.01  # between two steps: other processes' writers take their turns in it (they poll every <= 2 ms)
+STEP_GAP = 0.01  # between two steps: other processes' writers take their turns in it (a waiting one is woken by the release)
 PAGES = 64  # pages a merge step may write (4 KiB each)
 USERMERGE = 2
 

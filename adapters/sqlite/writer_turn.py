@@ -54,10 +54,10 @@ class WriterTurn:
     def __enter__(self) -> WriterTurn:
         if self._unsupported or self._try():
             return self
-        if self._waiter is None:
+        if self._waiter is None or not self._waiter.alive:
             try:
                 self._waiter = _Waiter(self.path)
-            except OSError as exc:  # no second descriptor: SQLite's own lock and busy timeout decide
+            except (OSError, RuntimeError) as exc:  # no descriptor or thread: SQLite's own lock decides
                 log.warning("no waiter for the writer turn on %s (%s)", self.path, exc)
                 return self
         self._held = self._waiter.take(self._timeout)
@@ -94,7 +94,15 @@ class _Waiter:
         self._state = threading.Condition()
         self._wanted = self._got = self._failed = self._closed = False
         self._thread = threading.Thread(target=self._run, name="sqlite-writer-turn", daemon=True)
-        self._thread.start()
+        try:
+            self._thread.start()
+        except BaseException:
+            os.close(self.fd)
+            raise
+
+    @property
+    def alive(self) -> bool:
+        return self._thread.is_alive()
 
     def take(self, timeout: float) -> int | None:
         """Its descriptor once the turn is got through it, None past ``timeout`` (or if it fails)."""
@@ -106,6 +114,17 @@ class _Waiter:
             return self.fd if got else None  # not got: the waiter lets the turn go when it gets it
 
     def _run(self) -> None:
+        try:
+            self._serve()
+        except Exception:  # a bug here must not leave writers waiting out their timeout
+            log.exception("the writer turn's waiter failed; the next contended write starts another")
+        finally:  # whatever ends it: a writer waiting now goes on at once (and the next one gets a new waiter)
+            with self._state:
+                self._failed = True
+                self._state.notify_all()
+            os.close(self.fd)  # closed here, never while this thread may be inside flock on it
+
+    def _serve(self) -> None:
         while True:
             with self._state:
                 self._state.wait_for(lambda: self._wanted or self._closed)
@@ -125,7 +144,6 @@ class _Waiter:
                     self._state.notify_all()
                     continue
             fcntl.flock(self.fd, fcntl.LOCK_UN)  # its writer stopped waiting
-        os.close(self.fd)  # closed here, never while this thread may be inside flock on it
 
     def close(self) -> None:
         with self._state:

@@ -239,3 +239,29 @@ def test_a_post_with_a_query_an_actor_or_another_path_is_litestars(served, path,
     response = client.post(path, json=PLAIN_BODIES[0], headers=headers)
     assert handed_on == [path.split("?")[0]], response.text
     assert response.status_code == (400 if "?" in path else 201), response.text
+
+
+@pytest.mark.parametrize(("method", "path", "body", "status", "call"), [
+    ("GET", "/episodes/999", None, 404, "get"),
+    ("GET", "/sessions/9/episodes", None, 404, "of_session"),
+    ("GET", '/episodes/search?q=%22x&match=fts', None, 400, "search"),
+    ("POST", "/episodes", {"sessionId": 99, "userMessage": "u", "aiResponse": "a"}, 404, "add"),
+    ("POST", "/episodes", {"sessionId": 1, "userMessage": " ", "aiResponse": ""}, 400, "add"),
+])
+def test_a_request_the_service_refuses_is_answered_by_litestar_without_asking_the_service_again(
+        served, monkeypatch, method, path, body, status, call):
+    from domain.services import EpisodeService
+
+    client, hot, inner, handed_on = served
+    calls, original = [], getattr(EpisodeService, call)
+
+    async def counted(self, *args, **kwargs):
+        calls.append(call)
+        return await original(self, *args, **kwargs)
+
+    monkeypatch.setattr(EpisodeService, call, counted)
+    handed_on.clear()
+    response = client.request(method, path, json=body)
+    assert response.status_code == status, response.text
+    assert handed_on == [path.split("?")[0]]  # Litestar answered (its error shape, its checks)
+    assert calls == [call]  # once: the hot path's call; Litestar raised its failure, did not call again

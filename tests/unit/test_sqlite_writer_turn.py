@@ -214,3 +214,45 @@ async def test_a_file_system_without_flock_leaves_the_ordering_to_sqlite(tmp_pat
     finally:
         db.close()
     assert "writers take no turns" in caplog.text
+
+
+def test_a_waiter_that_dies_lets_its_writer_go_on_and_is_replaced(tmp_path, monkeypatch):
+    import adapters.sqlite.writer_turn as writer_turn
+
+    path = str(tmp_path / "m.db")
+    holder = os.open(f"{path}.writer", os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(holder, fcntl.LOCK_EX)
+    real = writer_turn.fcntl.flock
+
+    def broken(fd, operation):
+        if operation == fcntl.LOCK_EX:  # the waiter's blocking call only
+            raise ValueError("a bug in the waiter")
+        return real(fd, operation)
+
+    monkeypatch.setattr(writer_turn.fcntl, "flock", broken)
+    turn = WriterTurn(path, timeout=60)
+    try:
+        went_on = threading.Event()
+        first = threading.Thread(target=lambda: (turn.__enter__(), turn.__exit__(), went_on.set()))
+        first.start()
+        assert went_on.wait(10)  # not the 60 s bound: the dead waiter released its writer
+        dead = turn._waiter
+        assert dead is not None and _until(lambda: not dead.alive)
+        monkeypatch.setattr(writer_turn.fcntl, "flock", real)
+        entered, held = threading.Event(), []
+
+        def write() -> None:
+            with turn:
+                held.append(not _turn_free(path))
+                entered.set()
+
+        second = threading.Thread(target=write)
+        second.start()
+        assert _until(lambda: turn._waiter is not dead)  # a new waiter for the next wait
+        fcntl.flock(holder, fcntl.LOCK_UN)
+        assert entered.wait(10)
+        second.join(10)
+        assert held == [True] and _turn_free(path)
+    finally:
+        turn.close()
+        os.close(holder)
