@@ -74,6 +74,14 @@ def create_private(path: Path) -> None:
         pass
 
 
+def _rollback(conn: sqlite3.Connection) -> None:
+    """Roll the open transaction back, if SQLite has not already."""
+    try:
+        conn.execute("ROLLBACK")
+    except sqlite3.Error:
+        pass
+
+
 class _Closed:
     pass
 
@@ -190,10 +198,7 @@ class SqliteDatabase:
             except BaseException as exc:  # the writer thread must outlive any single failure
                 log.exception("writer group failed")
                 if conn.in_transaction:  # failed midway: SQLite's write lock must not stay held
-                    try:
-                        conn.execute("ROLLBACK")
-                    except sqlite3.Error:
-                        pass
+                    _rollback(conn)
                 for _fn, future, loop in batch:
                     self._settle(future, loop, None, Unavailable(f"write failed: {type(exc).__name__}"))
         conn.close()
@@ -241,10 +246,7 @@ class SqliteDatabase:
             conn.execute("COMMIT")
         except sqlite3.Error as exc:
             log.error("commit failed: %s", exc)
-            try:
-                conn.execute("ROLLBACK")
-            except sqlite3.Error:
-                pass
+            _rollback(conn)
             error = translate_error(exc)
             outcomes = [(None, error) for _ in batch]
         for (_fn, future, loop), (result, error) in zip(batch, outcomes):
@@ -260,10 +262,7 @@ class SqliteDatabase:
             conn.execute("RELEASE one_write")
             return True
         except sqlite3.Error:
-            try:
-                conn.execute("ROLLBACK")
-            except sqlite3.Error:
-                pass
+            _rollback(conn)
             return False
 
     @staticmethod
