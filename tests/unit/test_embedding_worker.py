@@ -1,0 +1,65 @@
+"""The embedding worker's pacing: a backlog drains pass after pass, a steady flow is gathered."""
+
+from __future__ import annotations
+
+import asyncio
+
+from app.worker import EmbeddingWorker
+from domain.indexing import PassResult
+
+
+class _ScriptedIndexing:
+    """Answers each pass with the next number of jobs done (0 once the script runs out)."""
+
+    def __init__(self, done: list[int]) -> None:
+        self._done = list(done)
+        self.batches: list[int] = []
+        self.called = asyncio.Event()
+
+    async def run_once(self, batch: int) -> PassResult:
+        self.batches.append(batch)
+        self.called.set()
+        return PassResult(done=self._done.pop(0) if self._done else 0)
+
+
+async def _passes(indexing: _ScriptedIndexing, count: int) -> None:
+    while len(indexing.batches) < count:
+        indexing.called.clear()
+        await asyncio.wait_for(indexing.called.wait(), 5)
+
+
+async def test_a_backlog_drains_without_a_pause() -> None:
+    indexing = _ScriptedIndexing([8, 8, 8])  # full batches: a backlog
+    worker = EmbeddingWorker(indexing, batch=8, gather=3600)  # type: ignore[arg-type]
+    worker.start()
+    try:
+        await _passes(indexing, 4)  # three full passes, then the empty one that finds nothing
+    finally:
+        await worker.stop()
+    assert indexing.batches[:4] == [8, 8, 8, 8]
+
+
+async def test_a_part_batch_waits_for_more_and_a_stop_ends_the_wait() -> None:
+    indexing = _ScriptedIndexing([3, 3])  # a part batch: writes arriving one by one
+    worker = EmbeddingWorker(indexing, batch=8, gather=3600)  # type: ignore[arg-type]
+    worker.start()
+    await _passes(indexing, 1)
+    for _ in range(50):  # the loop runs freely meanwhile: no second pass before the gather time
+        await asyncio.sleep(0)
+    await asyncio.sleep(0.05)
+    assert len(indexing.batches) == 1
+    worker.notify()  # a write's wake-up does not cut the gathering short
+    await asyncio.sleep(0.05)
+    assert len(indexing.batches) == 1
+    await asyncio.wait_for(worker.stop(), 5)  # the pause ends at the stop, not after an hour
+
+
+async def test_a_part_batch_is_followed_by_a_pass_after_the_gather_time() -> None:
+    indexing = _ScriptedIndexing([3, 3, 8])
+    worker = EmbeddingWorker(indexing, batch=8, gather=0.01)  # type: ignore[arg-type]
+    worker.start()
+    try:
+        await _passes(indexing, 4)
+    finally:
+        await worker.stop()
+    assert len(indexing.batches) >= 4
