@@ -22,6 +22,8 @@ def _meta(text: str | None) -> dict[str, Any]:
 
 def stored_metadata(metadata: Any) -> tuple[str, dict[str, Any]]:
     """The JSON text to store and the value a later read returns, so a write answers the same."""
+    if not metadata:  # most writes carry none: no JSON round trip for "{}"
+        return "{}", {}
     text = dump_metadata(metadata)
     return text, json.loads(text)
 
