@@ -1,8 +1,8 @@
 """SQLite connections that never block the event loop.
 
 One writer thread owns the only write connection and group-commits: it takes every write waiting
-in its queue, runs each in its own SAVEPOINT inside one transaction, commits once, and only then
-answers each caller. A failing write rolls back to its savepoint and fails alone. Readers run on
+in its queue, runs each in its own SAVEPOINT inside one transaction, commits once, lets the
+writer turn go, makes the commit durable (``connection.py``), and only then answers each caller. A failing write rolls back to its savepoint and fails alone. Readers run on
 a small thread pool, each thread with its own connection, so in WAL mode reads never wait behind
 writes. (The shape follows datasette's ``database.py``, with group commit added.)
 """
@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import queue
 import sqlite3
 import threading
@@ -20,6 +19,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
+from adapters.sqlite.connection import (  # noqa: F401  (create_private, _configure, SYNCHRONOUS: imported from here too)
+    BUSY_TIMEOUT_MS, SYNCHRONOUS, WalSync, _configure, create_private,
+)
 from adapters.sqlite.errors import busy as _busy, translate_error
 from adapters.sqlite.keyword_upkeep import KeywordUpkeep
 from adapters.sqlite.short_reads import OverflowRates
@@ -31,47 +33,12 @@ log = logging.getLogger(__name__)
 
 MAX_GROUP = 512
 READ_THREADS = 4
-BUSY_TIMEOUT_MS = 5000
 # A short read (``read_short``) runs on the event loop's own connection while it stays within this
 # many SQLite VM steps (about 0.2-2 ms; a session page or a keyword search of a small store takes
 # 1,500-2,500); a longer one is stopped there and run on a reader thread. The hop to a reader costs
 # 50-100 us of CPU (queue, GIL hand-over, loop wake-up), more than most short reads themselves.
 SHORT_READ_STEPS = 10_000
 _STEP_TICK = 500  # the progress handler runs every this many VM steps
-
-
-def _casefold(text: str | None) -> str | None:
-    return None if text is None else text.casefold()
-
-
-SYNCHRONOUS = ("full", "normal")
-
-
-def _configure(conn: sqlite3.Connection, *, writer: bool, synchronous: str = "full",
-               busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> None:
-    # SQLite's lower() and LIKE fold ASCII only; name lookups must fold "ZOË" like Python does.
-    conn.create_function("casefold", 1, _casefold, deterministic=True)
-    # Each PRAGMA on its own statement: executescript would COMMIT implicitly and hide errors.
-    conn.execute(f"PRAGMA busy_timeout = {busy_timeout_ms}")
-    conn.execute("PRAGMA foreign_keys = ON")
-    if writer:
-        conn.execute("PRAGMA journal_mode = WAL")
-        # FULL fsyncs the WAL at every commit, so an acknowledged write survives power loss; group
-        # commit spreads that one fsync over every writer waiting. NORMAL may lose the last
-        # commits on power loss (never on a process crash): an opt-in trade (SQLITE_SYNCHRONOUS).
-        conn.execute(f"PRAGMA synchronous = {synchronous.upper()}")
-    conn.execute("PRAGMA cache_size = -65536")
-    conn.execute("PRAGMA temp_store = MEMORY")
-    conn.execute("PRAGMA mmap_size = 268435456")
-
-
-def create_private(path: Path) -> None:
-    """Create ``path`` empty with mode 0600 when it does not exist, so the memory (and the WAL and
-    shared-memory files SQLite gives the same mode) is never readable by other local users."""
-    try:
-        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
-    except FileExistsError:
-        pass
 
 
 def _rollback(conn: sqlite3.Connection) -> None:
@@ -118,6 +85,7 @@ class SqliteDatabase:
         self._started = threading.Event()
         self._start_error: BaseException | None = None
         self._turn = NoTurn() if self._memory else WriterTurn(path, BUSY_TIMEOUT_MS / 1000)
+        self._wal_sync: WalSync | None = None
         self._writer = threading.Thread(target=self._write_loop, name="sqlite-writer", daemon=True)
         self._writer.start()
         self._started.wait()
@@ -136,7 +104,9 @@ class SqliteDatabase:
         else:
             conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         conn.row_factory = sqlite3.Row
-        _configure(conn, writer=writer, synchronous=self.synchronous, busy_timeout_ms=busy_timeout_ms)
+        if _configure(conn, writer=writer, synchronous=self.synchronous, busy_timeout_ms=busy_timeout_ms,
+                      sync_after_commit=writer):
+            self._wal_sync = WalSync(self.path)  # commits made durable after the turn (connection.py)
         if not writer:
             conn.execute("PRAGMA query_only = ON")
         return conn
@@ -194,7 +164,11 @@ class SqliteDatabase:
                 with self._turn:
                     # Gathered once the turn is ours: what queued while it was waited for commits too.
                     self._gather(batch)
-                    self._run_group(conn, batch)
+                    answers, committed = self._run_group(conn, batch)
+                if committed and self._wal_sync is not None:  # durable before anyone is answered
+                    answers = self._made_durable(answers)
+                for answer in answers:
+                    self._settle(*answer)
             except BaseException as exc:  # the writer thread must outlive any single failure
                 log.exception("writer group failed")
                 if conn.in_transaction:  # failed midway: SQLite's write lock must not stay held
@@ -215,15 +189,14 @@ class SqliteDatabase:
                 return
             batch.append(nxt)
 
-    def _run_group(self, conn: sqlite3.Connection, batch: list) -> None:
+    def _run_group(self, conn: sqlite3.Connection, batch: list) -> tuple[list[tuple], bool]:
+        """Run the group in one transaction: each caller's answer, and whether it committed."""
         outcomes: list[tuple[object, BaseException | None]] = []
         try:
             conn.execute("BEGIN IMMEDIATE")
         except sqlite3.Error as exc:
             error = translate_error(exc)
-            for fn, future, loop in batch:
-                self._settle(future, loop, None, error)
-            return
+            return [(future, loop, None, error) for _fn, future, loop in batch], False
         for fn, _future, _loop in batch:
             try:
                 conn.execute("SAVEPOINT one_write")
@@ -238,9 +211,7 @@ class SqliteDatabase:
                     # SQLite rolled the whole transaction back (disk full, I/O error): nothing of
                     # this group is committed, so every caller in it gets the error.
                     error = exc if isinstance(exc, DomainError) else Unavailable("the write was rolled back")
-                    for _fn, future, loop in batch:
-                        self._settle(future, loop, None, error)
-                    return
+                    return [(future, loop, None, error) for _fn, future, loop in batch], False
                 outcomes.append((None, exc))
         try:
             conn.execute("COMMIT")
@@ -248,9 +219,18 @@ class SqliteDatabase:
             log.error("commit failed: %s", exc)
             _rollback(conn)
             error = translate_error(exc)
-            outcomes = [(None, error) for _ in batch]
-        for (_fn, future, loop), (result, error) in zip(batch, outcomes):
-            self._settle(future, loop, result, error)
+            return [(future, loop, None, error) for _fn, future, loop in batch], False
+        return [(future, loop, result, error) for (_fn, future, loop), (result, error) in zip(batch, outcomes)], True
+
+    def _made_durable(self, answers: list[tuple]) -> list[tuple]:
+        """The answers once the commit is on the disk; an error for each if it cannot be made so."""
+        try:
+            self._wal_sync.sync()  # type: ignore[union-attr]
+        except OSError as exc:
+            log.error("the commit could not be made durable: %s", exc)
+            error = Unavailable(f"the write could not be made durable ({exc.strerror or exc})")
+            return [(future, loop, None, error) for future, loop, _result, _error in answers]
+        return answers
 
     @staticmethod
     def _undo_one(conn: sqlite3.Connection) -> bool:

@@ -1,14 +1,20 @@
-"""Acknowledged writes survive power loss by default: the writer fsyncs the WAL at every commit
-(``PRAGMA synchronous = FULL``); ``SQLITE_SYNCHRONOUS=normal`` is the documented trade (issue 11)."""
+"""Acknowledged writes survive power loss by default: no caller is answered before its commit's
+WAL frames have been fsynced (``SQLITE_SYNCHRONOUS=full``: the writer commits in WAL mode and
+fdatasyncs the WAL after letting the writer turn go, ``adapters/sqlite/connection.py``);
+``SQLITE_SYNCHRONOUS=normal`` is the documented trade (issue 11). The power-cut test
+(tests/e2e/test_power_loss.py) shows both on a real disk."""
 
 from __future__ import annotations
 
 import asyncio
+import os
+import sqlite3
 
 import pytest
 
 from adapters.sqlite.store import SqliteStore
 from app.config import ConfigError, load_settings
+from domain.errors import Unavailable
 
 # PRAGMA synchronous answers a number: 1 = NORMAL, 2 = FULL.
 LEVELS = {"normal": 1, "full": 2}
@@ -18,22 +24,93 @@ def _writer_level(store: SqliteStore) -> int:
     return asyncio.run(store.database.write(lambda conn: conn.execute("PRAGMA synchronous").fetchone()[0]))
 
 
-def test_the_default_configuration_commits_with_full_sync(tmp_path):
+def _watched(store: SqliteStore, monkeypatch, fail: OSError | None = None) -> list[tuple]:
+    """What happens, in order: each fdatasync (which file, how many probe rows a fresh reader then
+    sees) and each answer to a caller of the writer."""
+    events: list[tuple] = []
+    db_path = store.database.path
+    real_sync, real_settle = os.fdatasync, store.database._settle
+
+    def fdatasync(fd: int) -> None:
+        with sqlite3.connect(db_path) as reader:
+            rows = reader.execute("SELECT count(*) FROM probe").fetchone()[0]
+        events.append(("sync", os.readlink(f"/proc/self/fd/{fd}"), rows))
+        if fail is not None:
+            raise fail
+        real_sync(fd)
+
+    def settle(future, loop, result, error) -> None:
+        events.append(("answer", error))
+        real_settle(future, loop, result, error)
+
+    monkeypatch.setattr(os, "fdatasync", fdatasync)
+    monkeypatch.setattr(store.database, "_settle", settle)
+    return events
+
+
+def _insert(store: SqliteStore, n: int) -> None:
+    asyncio.run(store.database.write(lambda conn: conn.execute("INSERT INTO probe VALUES (?)", (n,))))
+
+
+def _store_with_probe(path, mode: str | None = None) -> SqliteStore:
+    store = SqliteStore.open(str(path), mode) if mode else SqliteStore.open(str(path))
+    asyncio.run(store.database.write(lambda conn: conn.execute("CREATE TABLE probe (n INTEGER)")))
+    return store
+
+
+def test_the_default_answers_a_write_only_after_its_commit_is_fsynced(tmp_path, monkeypatch):
     settings = load_settings({"SQLITE_PATH": str(tmp_path / "m.db")}, dotenv=None)
     assert settings.sqlite_synchronous == "full"
-    store = SqliteStore.open(settings.sqlite_path)
+    store = _store_with_probe(settings.sqlite_path)
     try:
-        assert _writer_level(store) == LEVELS["full"]
+        events = _watched(store, monkeypatch)
+        for n in range(3):
+            _insert(store, n)
+        # Each write: the WAL fsynced with the row already committed (a fresh reader sees it), then
+        # the answer.
+        assert events == [(kind, *rest) for n in range(3)
+                          for kind, *rest in (("sync", f"{tmp_path / 'm.db'}-wal", n + 1), ("answer", None))]
     finally:
         asyncio.run(store.close())
 
 
-@pytest.mark.parametrize("mode", ["normal", "FULL", " Normal "])
-def test_sqlite_synchronous_selects_the_level(tmp_path, mode):
+def test_a_commit_that_cannot_be_made_durable_is_not_acknowledged(tmp_path, monkeypatch):
+    store = _store_with_probe(tmp_path / "m.db")
+    try:
+        events = _watched(store, monkeypatch, fail=OSError(5, "Input/output error"))
+        with pytest.raises(Unavailable, match="durable"):
+            _insert(store, 1)
+        assert [kind for kind, *_ in events] == ["sync", "answer"]
+    finally:
+        asyncio.run(store.close())
+
+
+def test_normal_answers_without_an_fsync(tmp_path, monkeypatch):
+    store = _store_with_probe(tmp_path / "m.db", "normal")
+    try:
+        events = _watched(store, monkeypatch)
+        _insert(store, 1)
+        assert events == [("answer", None)]
+        assert _writer_level(store) == LEVELS["normal"]
+    finally:
+        asyncio.run(store.close())
+
+
+@pytest.mark.parametrize(("mode", "level"), [("normal", "normal"), ("FULL", "normal"), (" Normal ", "normal")])
+def test_sqlite_synchronous_selects_the_level(tmp_path, mode, level):
+    # FULL commits at SQLite's NORMAL and fsyncs the WAL itself after the commit (the tests above).
     settings = load_settings({"SQLITE_PATH": str(tmp_path / "m.db"), "SQLITE_SYNCHRONOUS": mode}, dotenv=None)
     store = SqliteStore.open(settings.sqlite_path, settings.sqlite_synchronous)
     try:
-        assert _writer_level(store) == LEVELS[mode.strip().lower()]
+        assert _writer_level(store) == LEVELS[level]
+    finally:
+        asyncio.run(store.close())
+
+
+def test_a_database_without_a_wal_keeps_sqlites_own_full_sync():
+    store = SqliteStore.open(":memory:")  # no WAL to fsync after the commit: SQLite's FULL stays
+    try:
+        assert _writer_level(store) == LEVELS["full"]
     finally:
         asyncio.run(store.close())
 

@@ -1,0 +1,88 @@
+"""How the service's SQLite connections are set up, and how a commit is made durable.
+
+``SQLITE_SYNCHRONOUS=full`` (the default) promises that an acknowledged write survives power
+loss. SQLite's ``synchronous = FULL`` keeps it by fsyncing the WAL inside COMMIT, while the
+writer still holds the database's write lock (and the service's writer turn, ``writer_turn.py``):
+under a write load the turn was held for the fsync's 3-4 ms of every group commit, about a third
+of the time it was held, and no other process could write meanwhile. So a writer in WAL mode
+commits with ``synchronous = NORMAL`` and then, after letting the turn go and before answering
+any caller of the group, fdatasyncs the WAL itself (``WalSync``): the next writer's transaction
+runs during the fsync. The promise is the same — nothing is acknowledged before its commit's
+frames are on the disk; a later commit's fsync flushes the earlier frames of the file with it,
+and a WAL is only checkpointed or restarted after SQLite has fsynced it (NORMAL keeps those
+syncs), so a power cut keeps a prefix of the commits that includes every acknowledged one. What
+differs: for the one fsync, a committed group is visible to other readers before it is
+acknowledged (it is lost by a power cut in that window only if it was never acknowledged). A
+database that did not take WAL mode keeps SQLite's own FULL. ``SQLITE_SYNCHRONOUS=normal`` stays
+the opt-in trade: no fsync at commit, the last commits may be lost on power loss (never on a
+process crash).
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from pathlib import Path
+
+BUSY_TIMEOUT_MS = 5000
+SYNCHRONOUS = ("full", "normal")
+
+
+def _casefold(text: str | None) -> str | None:
+    return None if text is None else text.casefold()
+
+
+def _configure(conn: sqlite3.Connection, *, writer: bool, synchronous: str = "full",
+               busy_timeout_ms: int = BUSY_TIMEOUT_MS, sync_after_commit: bool = False) -> bool:
+    """Set the connection up; True when its commits must be made durable by ``WalSync`` (asked
+    for by ``sync_after_commit``, granted for a writer at ``full`` whose database is in WAL mode)."""
+    # SQLite's lower() and LIKE fold ASCII only; name lookups must fold "ZOË" like Python does.
+    conn.create_function("casefold", 1, _casefold, deterministic=True)
+    # Each PRAGMA on its own statement: executescript would COMMIT implicitly and hide errors.
+    conn.execute(f"PRAGMA busy_timeout = {busy_timeout_ms}")
+    conn.execute("PRAGMA foreign_keys = ON")
+    late = False
+    if writer:
+        mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+        late = sync_after_commit and synchronous == "full" and str(mode).lower() == "wal"
+        # FULL fsyncs the WAL at every commit (here or, ``late``, in WalSync after the commit), so
+        # an acknowledged write survives power loss; group commit spreads that one fsync over
+        # every writer waiting. NORMAL alone may lose the last commits on power loss (never on a
+        # process crash): an opt-in trade (SQLITE_SYNCHRONOUS).
+        conn.execute(f"PRAGMA synchronous = {'NORMAL' if late else synchronous.upper()}")
+    conn.execute("PRAGMA cache_size = -65536")
+    conn.execute("PRAGMA temp_store = MEMORY")
+    conn.execute("PRAGMA mmap_size = 268435456")
+    return late
+
+
+class WalSync:
+    """Makes the commits so far of a database in WAL mode durable: fdatasync of ``<path>-wal``
+    (any descriptor of the file flushes all of its data). A WAL that is not there has been
+    checkpointed into the database file and removed, which SQLite fsyncs first; the database file
+    is fsynced all the same."""
+
+    def __init__(self, path: str) -> None:
+        self._paths = (f"{path}-wal", path)
+
+    def sync(self) -> None:
+        """Raises ``OSError`` when the data could not be made durable."""
+        for path in self._paths:
+            try:
+                fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+            except FileNotFoundError:
+                continue
+            try:
+                os.fdatasync(fd)
+            finally:
+                os.close(fd)
+            return
+
+
+def create_private(path: Path) -> None:
+    """Create ``path`` empty with mode 0600 when it does not exist, so the memory (and the WAL and
+    shared-memory files SQLite gives the same mode) is never readable by other local users."""
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    except FileExistsError:
+        pass
