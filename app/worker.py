@@ -58,7 +58,7 @@ class EmbeddingWorker:
                 log.exception("embedding worker pass failed")
                 result = None
             if result is not None and result.done and not self._stopping:
-                if result.done < self._batch and self._gather > 0:
+                if result.done + result.deferred + result.dead < self._batch and self._gather > 0:
                     with contextlib.suppress(asyncio.TimeoutError):  # a stop ends the pause
                         await asyncio.wait_for(self._stopped.wait(), self._gather)
                 continue

@@ -11,21 +11,28 @@ runs during the fsync. The promise is the same — nothing is acknowledged befor
 frames are on the disk; a later commit's fsync flushes the earlier frames of the file with it,
 and a WAL is only checkpointed or restarted after SQLite has fsynced it (NORMAL keeps those
 syncs), so a power cut keeps a prefix of the commits that includes every acknowledged one. What
-differs: for the one fsync, a committed group is visible to other readers before it is
-acknowledged (it is lost by a power cut in that window only if it was never acknowledged). A
-database that did not take WAL mode keeps SQLite's own FULL. ``SQLITE_SYNCHRONOUS=normal`` stays
-the opt-in trade: no fsync at commit, the last commits may be lost on power loss (never on a
-process crash).
+differs: for the one fsync, a committed group is visible to readers before it is acknowledged;
+a power cut in that window loses it (it was never acknowledged) and its ids are handed out
+again. The change feed, whose sequence numbers a consumer keeps as its cursor, therefore makes
+what it serves durable first (``SqliteEvents.after``). A failed fsync leaves a committed group
+whose frames may never reach the disk, and later commits after it in the WAL: the writer answers
+the group ``Unavailable`` and refuses every later write until the service is restarted (as
+PostgreSQL stops after a failed fsync), so nothing is acknowledged beyond the hole. A database
+that did not take WAL mode keeps SQLite's own FULL. ``SQLITE_SYNCHRONOUS=normal`` stays the
+opt-in trade: no fsync at commit, the last commits may be lost on power loss (never on a process
+crash).
 """
 
 from __future__ import annotations
 
 import os
 import sqlite3
+import threading
 from pathlib import Path
 
 BUSY_TIMEOUT_MS = 5000
 SYNCHRONOUS = ("full", "normal")
+_fdatasync = getattr(os, "fdatasync", os.fsync)  # fsync where there is no fdatasync (macOS)
 
 
 def _casefold(text: str | None) -> str | None:
@@ -57,26 +64,39 @@ def _configure(conn: sqlite3.Connection, *, writer: bool, synchronous: str = "fu
 
 
 class WalSync:
-    """Makes the commits so far of a database in WAL mode durable: fdatasync of ``<path>-wal``
-    (any descriptor of the file flushes all of its data). A WAL that is not there has been
-    checkpointed into the database file and removed, which SQLite fsyncs first; the database file
-    is fsynced all the same."""
+    """Makes the commits so far of a database in WAL mode durable: fdatasync of its WAL, the file
+    SQLite writes (``<main database file>-wal``, named after a symlink's target as SQLite names
+    it), through a descriptor kept open (a write-back error is reported to the descriptors open
+    when it happens: a fresh one could miss an error another process has already been told of)
+    and opened again if the path now names another file. A WAL that is not there while the
+    writer's connection is open is an error, not a reason to skip the fsync."""
 
-    def __init__(self, path: str) -> None:
-        self._paths = (f"{path}-wal", path)
+    def __init__(self, database_file: str) -> None:
+        self.path = f"{database_file}-wal"
+        self._fd: int | None = None
+        self._lock = threading.Lock()
 
     def sync(self) -> None:
-        """Raises ``OSError`` when the data could not be made durable."""
-        for path in self._paths:
-            try:
-                fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-            except FileNotFoundError:
-                continue
-            try:
-                os.fdatasync(fd)
-            finally:
-                os.close(fd)
-            return
+        """Raises ``OSError`` when the commits could not be made durable."""
+        with self._lock:
+            if self._fd is None or os.fstat(self._fd).st_ino != os.stat(self.path).st_ino:
+                self._close()
+                self._fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
+            _fdatasync(self._fd)
+
+    def _close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def close(self) -> None:
+        with self._lock:
+            self._close()
+
+
+def main_file(conn: sqlite3.Connection) -> str:
+    """The file SQLite opened for the main database (symlinks resolved, as it resolves them)."""
+    return next(row[2] for row in conn.execute("PRAGMA database_list") if row[1] == "main")
 
 
 def create_private(path: Path) -> None:

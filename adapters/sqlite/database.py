@@ -1,10 +1,11 @@
 """SQLite connections that never block the event loop.
 
 One writer thread owns the only write connection and group-commits: it takes every write waiting
-in its queue, runs each in its own SAVEPOINT inside one transaction, commits once, lets the
-writer turn go, makes the commit durable (``connection.py``), and only then answers each caller. A failing write rolls back to its savepoint and fails alone. Readers run on
-a small thread pool, each thread with its own connection, so in WAL mode reads never wait behind
-writes. (The shape follows datasette's ``database.py``, with group commit added.)
+in its queue, runs each in its own SAVEPOINT inside one transaction, commits once, lets the writer
+turn go, makes the commit durable (``connection.py``), and only then answers each caller. A
+failing write rolls back to its savepoint and fails alone. Readers run on a small thread pool,
+each thread with its own connection, so in WAL mode reads never wait behind writes. (The shape
+follows datasette's ``database.py``, with group commit added.)
 """
 
 from __future__ import annotations
@@ -19,9 +20,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-from adapters.sqlite.connection import (  # noqa: F401  (create_private, _configure, SYNCHRONOUS: imported from here too)
-    BUSY_TIMEOUT_MS, SYNCHRONOUS, WalSync, _configure, create_private,
-)
+from adapters.sqlite.connection import (  # noqa: F401  (SYNCHRONOUS, create_private: imported from here too)
+    BUSY_TIMEOUT_MS, SYNCHRONOUS, WalSync, _configure, create_private, main_file)
 from adapters.sqlite.errors import busy as _busy, translate_error
 from adapters.sqlite.keyword_upkeep import KeywordUpkeep
 from adapters.sqlite.short_reads import OverflowRates
@@ -49,11 +49,7 @@ def _rollback(conn: sqlite3.Connection) -> None:
         pass
 
 
-class _Closed:
-    pass
-
-
-_STOP = _Closed()
+_STOP = object()  # queued by close: the writer and the readers stop at it
 
 
 class SqliteDatabase:
@@ -86,6 +82,7 @@ class SqliteDatabase:
         self._start_error: BaseException | None = None
         self._turn = NoTurn() if self._memory else WriterTurn(path, BUSY_TIMEOUT_MS / 1000)
         self._wal_sync: WalSync | None = None
+        self._refusing: Unavailable | None = None  # set once a commit could not be made durable
         self._writer = threading.Thread(target=self._write_loop, name="sqlite-writer", daemon=True)
         self._writer.start()
         self._started.wait()
@@ -106,7 +103,7 @@ class SqliteDatabase:
         conn.row_factory = sqlite3.Row
         if _configure(conn, writer=writer, synchronous=self.synchronous, busy_timeout_ms=busy_timeout_ms,
                       sync_after_commit=writer):
-            self._wal_sync = WalSync(self.path)  # commits made durable after the turn (connection.py)
+            self._wal_sync = WalSync(main_file(conn))  # commits made durable after the turn (connection.py)
         if not writer:
             conn.execute("PRAGMA query_only = ON")
         return conn
@@ -154,12 +151,18 @@ class SqliteDatabase:
             try:
                 item = self._queue.get(timeout=upkeep.wait())
             except queue.Empty:
-                upkeep.step(self._turn)
+                if self._refusing is None:
+                    upkeep.step(self._turn)
                 continue
             if item is _STOP:
                 break
             batch = [item]
             upkeep.written()
+            if self._refusing is not None:  # nothing more is committed after a commit that is not durable
+                self._gather(batch)
+                for _fn, future, loop in batch:
+                    self._settle(future, loop, None, self._refusing)
+                continue
             try:
                 with self._turn:
                     # Gathered once the turn is ours: what queued while it was waited for commits too.
@@ -225,12 +228,25 @@ class SqliteDatabase:
     def _made_durable(self, answers: list[tuple]) -> list[tuple]:
         """The answers once the commit is on the disk; an error for each if it cannot be made so."""
         try:
-            self._wal_sync.sync()  # type: ignore[union-attr]
-        except OSError as exc:
-            log.error("the commit could not be made durable: %s", exc)
-            error = Unavailable(f"the write could not be made durable ({exc.strerror or exc})")
+            self.make_durable()
+        except Unavailable as error:
             return [(future, loop, None, error) for future, loop, _result, _error in answers]
         return answers
+
+    def make_durable(self) -> None:
+        """Make every commit so far durable (a no-op where SQLite's own FULL or NORMAL decides);
+        after a failure, ``Unavailable``, and every later write is refused (``connection.py``)."""
+        if self._refusing is not None:
+            raise self._refusing
+        if self._wal_sync is None:
+            return
+        try:
+            self._wal_sync.sync()
+        except OSError as exc:
+            log.critical("a commit could not be made durable (%s): writes are refused until a restart", exc)
+            self._refusing = Unavailable(f"the store's disk did not make a commit durable ({exc.strerror or exc});"
+                                         " writes are refused until the service is restarted")
+            raise self._refusing from exc
 
     @staticmethod
     def _undo_one(conn: sqlite3.Connection) -> bool:
@@ -370,6 +386,8 @@ class SqliteDatabase:
             self._queue.put(_STOP)
         self._writer.join()
         self._turn.close()
+        if self._wal_sync is not None:
+            self._wal_sync.close()
         for _ in self._readers:
             self._read_queue.put(_STOP)
         for reader in self._readers:

@@ -63,7 +63,13 @@ class HistoryTx(Writes):
 
 class SqliteEvents(Reads):
     async def after(self, seq: int, limit: int) -> list[Event]:
-        return await self._all("SELECT * FROM change_events WHERE seq > ? ORDER BY seq LIMIT ?", (seq, limit), event_of)
+        events = await self._all("SELECT * FROM change_events WHERE seq > ? ORDER BY seq LIMIT ?", (seq, limit),
+                                 event_of)
+        if events:
+            # A consumer keeps the last seq as its cursor: what it is served must not be lost in a
+            # power cut and its numbers handed out again, so it is made durable first (connection.py).
+            await self._db.read(lambda _conn: self._db.make_durable())
+        return events
 
     async def bounds(self) -> tuple[int, int]:
         def op(conn: sqlite3.Connection) -> tuple[int, int]:

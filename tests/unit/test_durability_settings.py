@@ -12,6 +12,7 @@ import sqlite3
 
 import pytest
 
+from adapters.sqlite import connection
 from adapters.sqlite.store import SqliteStore
 from app.config import ConfigError, load_settings
 from domain.errors import Unavailable
@@ -29,7 +30,7 @@ def _watched(store: SqliteStore, monkeypatch, fail: OSError | None = None) -> li
     sees) and each answer to a caller of the writer."""
     events: list[tuple] = []
     db_path = store.database.path
-    real_sync, real_settle = os.fdatasync, store.database._settle
+    real_sync, real_settle = connection._fdatasync, store.database._settle
 
     def fdatasync(fd: int) -> None:
         with sqlite3.connect(db_path) as reader:
@@ -43,7 +44,7 @@ def _watched(store: SqliteStore, monkeypatch, fail: OSError | None = None) -> li
         events.append(("answer", error))
         real_settle(future, loop, result, error)
 
-    monkeypatch.setattr(os, "fdatasync", fdatasync)
+    monkeypatch.setattr(connection, "_fdatasync", fdatasync)
     monkeypatch.setattr(store.database, "_settle", settle)
     return events
 
@@ -81,6 +82,44 @@ def test_a_commit_that_cannot_be_made_durable_is_not_acknowledged(tmp_path, monk
         with pytest.raises(Unavailable, match="durable"):
             _insert(store, 1)
         assert [kind for kind, *_ in events] == ["sync", "answer"]
+        # Its frames may never reach the disk, and a later commit after them could be lost with
+        # them: nothing more is committed or acknowledged until a restart.
+        with pytest.raises(Unavailable, match="restarted"):
+            _insert(store, 2)
+        assert [kind for kind, *_ in events] == ["sync", "answer", "answer"]
+        with sqlite3.connect(store.database.path) as reader:
+            assert reader.execute("SELECT n FROM probe").fetchall() == [(1,)]
+    finally:
+        asyncio.run(store.close())
+
+
+def test_a_symlinked_path_fsyncs_the_wal_sqlite_writes(tmp_path, monkeypatch):
+    # SQLite names the WAL after the symlink's target: that file is the one to fsync.
+    (tmp_path / "real").mkdir()
+    (tmp_path / "link").mkdir()
+    (tmp_path / "link" / "m.db").symlink_to(tmp_path / "real" / "m.db")
+    (tmp_path / "real" / "m.db").touch()
+    store = _store_with_probe(tmp_path / "link" / "m.db")
+    try:
+        events = _watched(store, monkeypatch)
+        _insert(store, 1)
+        assert events == [("sync", f"{tmp_path / 'real' / 'm.db'}-wal", 1), ("answer", None)]
+    finally:
+        asyncio.run(store.close())
+
+
+def test_the_change_feed_serves_only_what_is_durable(tmp_path, monkeypatch):
+    from domain import writes
+
+    store = _store_with_probe(tmp_path / "m.db")
+    try:
+        asyncio.run(store.uow.run(lambda tx: writes.create_session(tx, "s", {})))
+        events = _watched(store, monkeypatch)
+        served = asyncio.run(store.events.after(0, 10))
+        assert [event.op for event in served] == ["created"]
+        assert [kind for kind, *_ in events] == ["sync", "answer"]  # made durable before it is served
+        assert asyncio.run(store.events.after(served[-1].seq, 10)) == []
+        assert [kind for kind, *_ in events] == ["sync", "answer"]  # nothing served, nothing to sync
     finally:
         asyncio.run(store.close())
 

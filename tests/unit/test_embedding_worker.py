@@ -11,15 +11,18 @@ from domain.indexing import PassResult
 class _ScriptedIndexing:
     """Answers each pass with the next number of jobs done (0 once the script runs out)."""
 
-    def __init__(self, done: list[int]) -> None:
+    def __init__(self, done: list[int], deferred: int = 0) -> None:
         self._done = list(done)
+        self._deferred = deferred
         self.batches: list[int] = []
         self.called = asyncio.Event()
 
     async def run_once(self, batch: int) -> PassResult:
         self.batches.append(batch)
         self.called.set()
-        return PassResult(done=self._done.pop(0) if self._done else 0)
+        if not self._done:
+            return PassResult()
+        return PassResult(done=self._done.pop(0), deferred=self._deferred)
 
 
 async def _passes(indexing: _ScriptedIndexing, count: int) -> None:
@@ -37,6 +40,16 @@ async def test_a_backlog_drains_without_a_pause() -> None:
     finally:
         await worker.stop()
     assert indexing.batches[:4] == [8, 8, 8, 8]
+
+
+async def test_a_full_batch_with_failed_jobs_in_it_drains_without_a_pause() -> None:
+    indexing = _ScriptedIndexing([6, 6, 6], deferred=2)  # 8 jobs a pass, 2 of them deferred: a backlog
+    worker = EmbeddingWorker(indexing, batch=8, gather=3600)  # type: ignore[arg-type]
+    worker.start()
+    try:
+        await _passes(indexing, 4)
+    finally:
+        await worker.stop()
 
 
 async def test_a_part_batch_waits_for_more_and_a_stop_ends_the_wait() -> None:
