@@ -8,7 +8,9 @@ WAL default) is copied under ``bench/data/peer-node`` and installed there once w
 x 200 episodes of Zipf-distributed words (``load.TextGenerator``) — and the same wrk Lua scripts.
 Each round runs every route on the peer and then on the project, the order swapped every round so
 neither always runs on a warmer machine. The ratio is project req/s over peer req/s, the median
-over rounds (with the range). This service runs as ``make run`` would serve it, with the embedded
+over rounds (with the range). After each POST row the store that took fewer POSTs is topped up
+to the other's episode count (``level_stores``), so the rows after it read the same amount of text
+on both sides rather than penalising the faster server's searches. This service runs as ``make run`` would serve it, with the embedded
 Qdrant Edge index, ``EMBEDDER=hash`` and the embedding worker on.
 
 Without ``npm`` on the PATH the comparison is skipped with one line; nothing else fails.
@@ -19,7 +21,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import shutil
+import sqlite3
 import statistics
 import subprocess
 import sys
@@ -140,6 +144,36 @@ def fill_peer(url: str, sessions: list[list[tuple[str, str]]]) -> None:
         list(pool.map(post_all, zip(ids, sessions)))
 
 
+def _episodes(db: Path) -> int:
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
+        return conn.execute("SELECT count(*) FROM episodes").fetchone()[0]
+
+
+def _sentence(rng: random.Random, words: list[str], low: int, high: int) -> str:
+    """As report.lua's bench_sentence: the square of a uniform draw picks each word."""
+    return " ".join(words[int(rng.random() ** 2 * len(words))] for _ in range(rng.randint(low, high)))
+
+
+def level_stores(stores: dict[str, tuple[str, Path]], words: list[str], rng: random.Random) -> dict[str, int]:
+    """After a POST row on both: the store that took fewer POSTs (the slower server) gets the
+    difference, episodes made as the POST row makes them, so the rows after it read the same
+    amount of text on both sides. Without this the faster server's keyword search ran over more
+    episodes than the slower one's (each POST row adds its server's own throughput times the
+    duration, and the posted episodes hold the frequent words, which is where a search spends
+    its time). Answers how many episodes each side was given."""
+    counts = {side: _episodes(db) for side, (_url, db) in stores.items()}
+    most = max(counts.values())
+    added = {}
+    for side, (url, _db) in stores.items():
+        added[side] = most - counts[side]
+        with httpx.Client(base_url=url, timeout=60) as client:
+            for _ in range(added[side]):
+                body = {"sessionId": rng.randint(1, SESSIONS), "userMessage": _sentence(rng, words, 6, 24),
+                        "aiResponse": _sentence(rng, words, 12, 48)}
+                client.post("/episodes", json=body).raise_for_status()
+    return added
+
+
 def wait_for_index_builds(server: Server, limit_s: float) -> None:
     """Until no generation of the vector index is being built: loading 20k episodes starts a
     build in a child process, which is maintenance, not the cost of the requests measured (its CPU
@@ -153,6 +187,14 @@ def wait_for_index_builds(server: Server, limit_s: float) -> None:
     log(f"an index build was still running after {limit_s:.0f} s; measuring anyway")
 
 
+def _settle(project: Server) -> None:
+    """After writes: their episodes are embedded and may start an index build (maintenance at nice
+    +10): both end before the next row, as after loading the corpus."""
+    project.wait_for_backlog(120)
+    time.sleep(MAINTENANCE_CHECK_S + 1)  # the manager decides on a build at its next check
+    wait_for_index_builds(project, 600)
+
+
 def compare(args, wrk_binary: str, home: Path) -> dict:
     sessions = corpus()
     gen = load.TextGenerator(seed=16)
@@ -160,7 +202,9 @@ def compare(args, wrk_binary: str, home: Path) -> dict:
     work = Path(tempfile.mkdtemp(prefix="peer-bench-", dir=load.DATA))
     queries_file, words_file = work / "queries.txt", work / "words.txt"
     queries_file.write_text("\n".join(queries) + "\n")
-    words_file.write_text("\n".join(gen.words[:3000]) + "\n")
+    words = gen.words[:3000]
+    words_file.write_text("\n".join(words) + "\n")
+    rng = random.Random(17)
     wrk = Wrk(wrk_binary, {"BENCH_MAX_ID": str(SESSIONS * PER_SESSION), "BENCH_SESSIONS": str(SESSIONS),
                            "BENCH_QUERIES": str(queries_file), "BENCH_WORDS": str(words_file)})
     (work / "project").mkdir()
@@ -186,11 +230,14 @@ def compare(args, wrk_binary: str, home: Path) -> dict:
                     row = wrk.run(side.url, script, conns, args.duration, side.pid)
                     results[side_name][name].append(row)
                     if script == "post_episode.lua" and side is project:
-                        # The POST row's episodes are embedded and may start an index build (maintenance
-                        # at nice +10): both end before the next row, as after loading the corpus.
-                        project.wait_for_backlog(120)
-                        time.sleep(MAINTENANCE_CHECK_S + 1)  # the manager decides on a build at its next check
-                        wait_for_index_builds(project, 600)
+                        _settle(project)
+                if script == "post_episode.lua":
+                    added = level_stores({"peer": (peer.url, work / "peer" / "peer.db"),
+                                          "project": (project.url, work / "project" / "memory.db")}, words, rng)
+                    results.setdefault("levelled", []).append(added)
+                    log(f"peer comparison: stores levelled after the POST row: {added} episodes added")
+                    if added["project"]:
+                        _settle(project)
         results["rss_mb"] = {"peer": rss_mb(peer.pid), "project": rss_mb(project.pid)}
     finally:
         peer.stop()
