@@ -1,5 +1,6 @@
 """A/B of server variants on the peer bench corpus, wrk rows alternating (round 7, lead).
-usage: [ROUNDS=3 SECS=5] .venv/bin/python docs/notes/round-7/lead_ab.py TREE ROUTES "A:K=V K=V" "B:K=V" ...
+usage: [ROUNDS=3 SECS=5] [AB_STORE=DB] .venv/bin/python docs/notes/round-7/lead_ab.py TREE ROUTES "A:K=V K=V" "B:K=V" ...
+AB_STORE: serve a copy of that SQLite file with each variant instead of loading the corpus (round 9).
 ROUTES: comma-separated of post,id,sess,s8,s1. A variant is a name and the environment its server gets
 (e.g. PYTHONPATH=<a git archive of another commit> to run other code)."""
 import os, sys, time, tempfile, shutil, statistics
@@ -18,8 +19,12 @@ spec = {"post": ("post_episode.lua", 32), "id": ("get_episode.lua", 32), "sess":
 servers = []
 try:
     for name, env in variants:
-        (work / name).mkdir(); s = Server(work / name, env); servers.append((name, s))
-        peer.fill_project(s.url, sessions)
+        (work / name).mkdir()
+        if os.environ.get("AB_STORE"):  # round 9: every variant serves a copy of one store (its index rebuilt)
+            shutil.copy(os.environ["AB_STORE"], work / name / "memory.db")
+        s = Server(work / name, env); servers.append((name, s))
+        if not os.environ.get("AB_STORE"):
+            peer.fill_project(s.url, sessions)
     for name, s in servers:
         s.wait_for_backlog(300); time.sleep(6); peer.wait_for_index_builds(s, 600); wrk.run(s.url, "get_episode.lua", 8, 2)
     res = {(n, r): [] for n, _ in servers for r in routes}
