@@ -31,7 +31,6 @@ class EmbeddingWorker:
         self._gather = gather
         self._wake = asyncio.Event()
         self._stopped = asyncio.Event()
-        self._stopping = False
         self._task: asyncio.Task | None = None
 
     def start(self) -> None:
@@ -42,22 +41,21 @@ class EmbeddingWorker:
         self._wake.set()
 
     async def stop(self) -> None:
-        self._stopping = True
-        self._wake.set()
         self._stopped.set()
+        self._wake.set()
         if self._task is not None:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
             self._task = None
 
     async def _run(self) -> None:
-        while not self._stopping:
+        while not self._stopped.is_set():
             try:
                 result = await self._indexing.run_once(self._batch)
             except Exception:  # the store itself failed; keep the worker alive and try again
                 log.exception("embedding worker pass failed")
                 result = None
-            if result is not None and result.done and not self._stopping:
+            if result is not None and result.done and not self._stopped.is_set():
                 if result.done + result.deferred + result.dead < self._batch and self._gather > 0:
                     with contextlib.suppress(asyncio.TimeoutError):  # a stop ends the pause
                         await asyncio.wait_for(self._stopped.wait(), self._gather)

@@ -49,6 +49,11 @@ def _rollback(conn: sqlite3.Connection) -> None:
         pass
 
 
+def _failed(batch: list, error: BaseException) -> list[tuple]:
+    """The answer of every write in ``batch``: ``error``."""
+    return [(future, loop, None, error) for _fn, future, loop in batch]
+
+
 _STOP = object()  # queued by close: the writer and the readers stop at it
 
 
@@ -160,8 +165,8 @@ class SqliteDatabase:
             upkeep.written()
             if self._refusing is not None:  # nothing more is committed after a commit that is not durable
                 self._gather(batch)
-                for _fn, future, loop in batch:
-                    self._settle(future, loop, None, self._refusing)
+                for answer in _failed(batch, self._refusing):
+                    self._settle(*answer)
                 continue
             try:
                 with self._turn:
@@ -169,7 +174,10 @@ class SqliteDatabase:
                     self._gather(batch)
                     answers, committed = self._run_group(conn, batch)
                 if committed and self._wal_sync is not None:  # durable before anyone is answered
-                    answers = self._made_durable(answers)
+                    try:
+                        self.make_durable()
+                    except Unavailable as error:
+                        answers = _failed(batch, error)
                 for answer in answers:
                     self._settle(*answer)
             except BaseException as exc:  # the writer thread must outlive any single failure
@@ -199,7 +207,7 @@ class SqliteDatabase:
             conn.execute("BEGIN IMMEDIATE")
         except sqlite3.Error as exc:
             error = translate_error(exc)
-            return [(future, loop, None, error) for _fn, future, loop in batch], False
+            return _failed(batch, error), False
         for fn, _future, _loop in batch:
             try:
                 conn.execute("SAVEPOINT one_write")
@@ -214,7 +222,7 @@ class SqliteDatabase:
                     # SQLite rolled the whole transaction back (disk full, I/O error): nothing of
                     # this group is committed, so every caller in it gets the error.
                     error = exc if isinstance(exc, DomainError) else Unavailable("the write was rolled back")
-                    return [(future, loop, None, error) for _fn, future, loop in batch], False
+                    return _failed(batch, error), False
                 outcomes.append((None, exc))
         try:
             conn.execute("COMMIT")
@@ -222,16 +230,8 @@ class SqliteDatabase:
             log.error("commit failed: %s", exc)
             _rollback(conn)
             error = translate_error(exc)
-            return [(future, loop, None, error) for _fn, future, loop in batch], False
+            return _failed(batch, error), False
         return [(future, loop, result, error) for (_fn, future, loop), (result, error) in zip(batch, outcomes)], True
-
-    def _made_durable(self, answers: list[tuple]) -> list[tuple]:
-        """The answers once the commit is on the disk; an error for each if it cannot be made so."""
-        try:
-            self.make_durable()
-        except Unavailable as error:
-            return [(future, loop, None, error) for future, loop, _result, _error in answers]
-        return answers
 
     def make_durable(self) -> None:
         """Make every commit so far durable (a no-op where SQLite's own FULL or NORMAL decides);

@@ -31,25 +31,25 @@ async def _passes(indexing: _ScriptedIndexing, count: int) -> None:
         await asyncio.wait_for(indexing.called.wait(), 5)
 
 
-async def test_a_backlog_drains_without_a_pause() -> None:
-    indexing = _ScriptedIndexing([8, 8, 8])  # full batches: a backlog
-    worker = EmbeddingWorker(indexing, batch=8, gather=3600)  # type: ignore[arg-type]
+async def _run_for(indexing: _ScriptedIndexing, count: int, gather: float) -> None:
+    """A worker (batches of 8) running until ``count`` passes have been asked for, then stopped."""
+    worker = EmbeddingWorker(indexing, batch=8, gather=gather)  # type: ignore[arg-type]
     worker.start()
     try:
-        await _passes(indexing, 4)  # three full passes, then the empty one that finds nothing
+        await _passes(indexing, count)
     finally:
         await worker.stop()
+
+
+async def test_a_backlog_drains_without_a_pause() -> None:
+    indexing = _ScriptedIndexing([8, 8, 8])  # full batches: a backlog
+    await _run_for(indexing, 4, gather=3600)  # three full passes, then the empty one that finds nothing
     assert indexing.batches[:4] == [8, 8, 8, 8]
 
 
 async def test_a_full_batch_with_failed_jobs_in_it_drains_without_a_pause() -> None:
     indexing = _ScriptedIndexing([6, 6, 6], deferred=2)  # 8 jobs a pass, 2 of them deferred: a backlog
-    worker = EmbeddingWorker(indexing, batch=8, gather=3600)  # type: ignore[arg-type]
-    worker.start()
-    try:
-        await _passes(indexing, 4)
-    finally:
-        await worker.stop()
+    await _run_for(indexing, 4, gather=3600)
 
 
 async def test_a_part_batch_waits_for_more_and_a_stop_ends_the_wait() -> None:
@@ -69,10 +69,5 @@ async def test_a_part_batch_waits_for_more_and_a_stop_ends_the_wait() -> None:
 
 async def test_a_part_batch_is_followed_by_a_pass_after_the_gather_time() -> None:
     indexing = _ScriptedIndexing([3, 3, 8])
-    worker = EmbeddingWorker(indexing, batch=8, gather=0.01)  # type: ignore[arg-type]
-    worker.start()
-    try:
-        await _passes(indexing, 4)
-    finally:
-        await worker.stop()
+    await _run_for(indexing, 4, gather=0.01)
     assert len(indexing.batches) >= 4
