@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
+from adapters.sqlite.driver import sqlite3
 import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from adapters.sqlite.driver import sqlite3
 from app import heap
 from ports.embedder import EmbedderStatus
 
@@ -22,7 +23,7 @@ async def report_store_and_index(container) -> None:
     """Log the store and vector index lines (never raises: a report must not stop start-up)."""
     settings = container.settings()
     store = container.store()
-    where = settings.sqlite_path if settings.store == "sqlite" else "(in memory)"
+    where = f"{settings.sqlite_path} (SQLite {sqlite3.sqlite_version})" if settings.store == "sqlite" else "(in memory)"
     error = await store.operations.health()
     rows: dict[str, int] = {}
     if error is None:

@@ -8,7 +8,7 @@ service keeps. Loops are bounded by both a count and a time.
 from __future__ import annotations
 
 import random
-import sqlite3
+from adapters.sqlite.driver import sqlite3
 import statistics
 import sys
 import time

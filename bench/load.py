@@ -20,7 +20,7 @@ import json
 import os
 import random
 import shutil
-import sqlite3
+from adapters.sqlite.driver import sqlite3
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor

@@ -23,7 +23,7 @@ import json
 import os
 import random
 import shutil
-import sqlite3
+from adapters.sqlite.driver import sqlite3
 import statistics
 import subprocess
 import sys

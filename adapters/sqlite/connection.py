@@ -26,7 +26,7 @@ crash).
 from __future__ import annotations
 
 import os
-import sqlite3
+from adapters.sqlite.driver import sqlite3
 import threading
 from pathlib import Path
 

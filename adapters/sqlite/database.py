@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import queue
-import sqlite3
+from adapters.sqlite.driver import sqlite3
 import threading
 import uuid
 from collections.abc import Callable

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-import sqlite3
+from adapters.sqlite.driver import sqlite3
 from collections.abc import Sequence
 
 from adapters.sqlite import rows

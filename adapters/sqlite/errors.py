@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import sqlite3
+from adapters.sqlite.driver import sqlite3
 
 from domain.errors import DomainError, Unavailable
 

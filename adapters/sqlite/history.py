@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-import sqlite3
+from adapters.sqlite.driver import sqlite3
 from collections.abc import Sequence
 
 from adapters.sqlite.reads import Reads, Writes, in_list

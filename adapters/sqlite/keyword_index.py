@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-import sqlite3
+from adapters.sqlite.driver import sqlite3
 import threading
 from datetime import datetime
 

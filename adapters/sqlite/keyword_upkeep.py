@@ -21,7 +21,7 @@ dropped until the next writes.
 from __future__ import annotations
 
 import logging
-import sqlite3
+from adapters.sqlite.driver import sqlite3
 
 log = logging.getLogger(__name__)
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import sqlite3
+from adapters.sqlite.driver import sqlite3
 
 from adapters.sqlite.reads import Reads
 from domain.models import utc_now
@@ -19,17 +19,19 @@ class SqliteOperations(Reads):
         return await self._db.read(op)
 
     async def sizes(self) -> dict[str, int]:
+        """The file's bytes (its pages), and the bytes stored for the embeddings and for each keyword
+        index: their values' lengths, without the pages' own overhead (the SQLite the service runs on,
+        ``driver.py``, is built without the ``dbstat`` table that counts pages per table)."""
         def op(conn: sqlite3.Connection) -> dict[str, int]:
             page = conn.execute("PRAGMA page_size").fetchone()[0]
             found = {"database": page * conn.execute("PRAGMA page_count").fetchone()[0]}
             # Stored embeddings (float16): what rebuilding the vector index without the embedder costs.
             found["embeddings"] = conn.execute(
-                "SELECT coalesce(sum(pgsize), 0) FROM dbstat WHERE name IN ('embeddings',"
-                " 'sqlite_autoindex_embeddings_1')").fetchone()[0]
-            for name in NAMES:
+                "SELECT coalesce(sum(length(vector)), 0) FROM embeddings").fetchone()[0]
+            for name in NAMES:  # the index's blocks and each document's sizes
                 found[f"{name}_fts"] = conn.execute(
-                    "SELECT coalesce(sum(pgsize), 0) FROM dbstat WHERE name LIKE ?", (f"{name}_fts%",)
-                ).fetchone()[0]
+                    f"SELECT (SELECT coalesce(sum(length(block)), 0) FROM {name}_fts_data)"
+                    f" + (SELECT coalesce(sum(length(sz)), 0) FROM {name}_fts_docsize)").fetchone()[0]
             return found
 
         return await self._db.read(op)

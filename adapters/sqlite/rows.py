@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-import sqlite3
+from adapters.sqlite.driver import sqlite3
 from typing import Any
 
 from domain.keywords import KeywordQuery

@@ -6,7 +6,7 @@ each version's statements and the version bump run in one transaction.
 
 from __future__ import annotations
 
-import sqlite3
+from adapters.sqlite.driver import sqlite3
 from collections.abc import Callable
 
 _FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"

@@ -8,7 +8,7 @@ COMMIT (and fsync) with its neighbours, and costs exactly the thread hop a write
 from __future__ import annotations
 
 import contextvars
-import sqlite3
+from adapters.sqlite.driver import sqlite3
 from collections.abc import Callable
 from typing import TypeVar
 

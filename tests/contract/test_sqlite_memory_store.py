@@ -4,7 +4,7 @@ writer thread. The shared contracts are the test_*_contract.py suites; this is t
 from __future__ import annotations
 
 import asyncio
-import sqlite3
+from adapters.sqlite.driver import sqlite3
 import threading
 from datetime import UTC, datetime
 

@@ -32,6 +32,9 @@ async def test_sizes_are_non_negative_byte_counts(store):
     assert all(isinstance(v, int) and v >= 0 for v in sizes.values())
     if sizes:  # a store with files names the database and its keyword indexes
         assert sizes["database"] > 0 and sizes["episodes_fts"] > 0
+        more = [NewEpisode(session.id, f"other words number {i}", "and a reply") for i in range(20)]
+        await store.uow.run(lambda tx: writes.add_episodes(tx, more))
+        assert (await store.operations.sizes())["episodes_fts"] > sizes["episodes_fts"]  # what is stored grows
 
 
 async def test_the_store_health_check_writes(store: Store) -> None:

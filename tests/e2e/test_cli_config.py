@@ -5,7 +5,7 @@ on stderr; ``backup`` and ``export`` create the folders they write into."""
 from __future__ import annotations
 
 import json
-import sqlite3
+from adapters.sqlite.driver import sqlite3
 
 import httpx
 

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import asyncio
-import sqlite3
+from adapters.sqlite.driver import sqlite3
 import threading
 
 import httpx

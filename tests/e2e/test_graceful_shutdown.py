@@ -12,7 +12,7 @@ import json
 import os
 import signal
 import socket
-import sqlite3
+from adapters.sqlite.driver import sqlite3
 import time
 from pathlib import Path
 

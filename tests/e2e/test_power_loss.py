@@ -17,7 +17,7 @@ Needs root and loop devices (CI runs as root); without them the tests fail, nami
 from __future__ import annotations
 
 import os
-import sqlite3
+from adapters.sqlite.driver import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 

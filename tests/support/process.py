@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import shutil
-import sqlite3
+from adapters.sqlite.driver import sqlite3
 import tempfile
 import threading
 import time

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-import sqlite3
+from adapters.sqlite.driver import sqlite3
 
 import pytest
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import sqlite3
+from adapters.sqlite.driver import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
 

@@ -4,7 +4,7 @@ tables exist."""
 
 from __future__ import annotations
 
-import sqlite3
+from adapters.sqlite.driver import sqlite3
 from pathlib import Path
 
 import pytest

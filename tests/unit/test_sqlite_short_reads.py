@@ -4,7 +4,7 @@ reader thread, with the same answer; a read whose code mostly runs over goes to 
 
 from __future__ import annotations
 
-import sqlite3
+from adapters.sqlite.driver import sqlite3
 import threading
 from collections.abc import Iterator
 from pathlib import Path

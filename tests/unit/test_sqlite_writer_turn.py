@@ -6,7 +6,7 @@ from __future__ import annotations
 import fcntl
 import multiprocessing
 import os
-import sqlite3
+from adapters.sqlite.driver import sqlite3
 import threading
 import time
 
