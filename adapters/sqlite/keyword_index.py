@@ -120,9 +120,13 @@ def _plan(conn: sqlite3.Connection, table: str, query: KeywordQuery, scoped: boo
     """`within_budget` over match counts taken from the FTS index, each counted up to the budget + 1
     (none when the table's highest id bounds them within it: a small store never counts)."""
     fts = f"{table}_fts"
-    if fits_whatever_it_matches(query, conn.execute(f"SELECT ifnull(max(id), 0) FROM {table}").fetchone()[0]):
+    known = memo.known(conn)
+    most = known.get(table)
+    if most is None:
+        most = known[table] = conn.execute(f"SELECT ifnull(max(id), 0) FROM {table}").fetchone()[0]
+    if fits_whatever_it_matches(query, most):
         return KeywordPlan(query)
-    counts = memo.counts(conn, fts, counted(query))
+    counts = memo.counts(conn, fts, counted(query), known)
     plan = within_budget(query, counts, scoped)
     if plan.bounded:
         log.debug("keyword search on %s over its budget of %s matches: left out %s, newest %s",
@@ -131,16 +135,19 @@ def _plan(conn: sqlite3.Connection, table: str, query: KeywordQuery, scoped: boo
 
 
 class CountMemo:
-    """Match counts already taken, per reader connection, kept while that connection sees the
-    database unchanged (``PRAGMA data_version`` moves when another connection commits; readers
-    never write). A search repeated, or a term seen before, is not counted again until a write."""
+    """What a search plans with — each table's highest id and the match counts already taken — per
+    reader connection, kept while that connection sees the database unchanged (``PRAGMA
+    data_version`` moves when another connection commits; readers never write). A search repeated,
+    or a term seen before, is not counted again until a write."""
 
     MAX_ENTRIES = 4096
 
     def __init__(self) -> None:
-        self._by_connection: dict[sqlite3.Connection, tuple[tuple, dict[tuple[str, str, int], int]]] = {}
+        self._by_connection: dict[sqlite3.Connection, tuple[tuple, dict]] = {}
 
-    def counts(self, conn: sqlite3.Connection, fts: str, parts: tuple[KeywordQuery, ...]) -> dict[KeywordQuery, int]:
+    def known(self, conn: sqlite3.Connection) -> dict:
+        """What is remembered for ``conn``'s view of the database (emptied when that view has changed):
+        table -> highest id, (fts, MATCH expression, limit) -> count."""
         # data_version: others' commits; total_changes: this connection's own (the in-memory
         # database reads on its writer)
         version = (conn.execute("PRAGMA data_version").fetchone()[0], conn.total_changes)
@@ -148,6 +155,11 @@ class CountMemo:
         if seen != version or known is None or len(known) > self.MAX_ENTRIES:
             known = {}
             self._by_connection[conn] = (version, known)
+        return known
+
+    def counts(self, conn: sqlite3.Connection, fts: str, parts: tuple[KeywordQuery, ...],
+               known: dict | None = None) -> dict[KeywordQuery, int]:
+        known = self.known(conn) if known is None else known
         counts = {}
         for part in parts:
             key = (fts, rows.fts_match(part), (part.budget or 0) + 1)
