@@ -102,7 +102,7 @@ class SqliteIndexCatalog:
         await self._db.write(op)
 
     async def embedding_rows(self, collection: str, model_id: int, after_id: int, limit: int) -> list[EmbeddingRow]:
-        sql = _select(collection) + " WHERE r.id > ? ORDER BY r.id LIMIT ?"
+        sql = _select(collection) + " WHERE r.id > ? ORDER BY r.id LIMIT ?+0"
         return await self._db.read(
             lambda conn: [_row(r) for r in conn.execute(sql, (collection, model_id, after_id, limit))])
 

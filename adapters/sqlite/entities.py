@@ -32,7 +32,7 @@ class SqliteEntities(Reads):
         needle = name.casefold()
         return await self._all(
             f"SELECT * FROM entities WHERE instr(casefold(name), ?) > 0 AND {rows.live()}"
-            " ORDER BY casefold(name) = ? DESC, name, id LIMIT ?",
+            " ORDER BY casefold(name) = ? DESC, name, id LIMIT ?+0",
             (needle, utc_now(), needle, limit), rows.entity_of,
         )
 
@@ -156,7 +156,7 @@ class EntityTx(Writes):
     def delete_expired(self, now: str, limit: int) -> list[int]:
         return [r[0] for r in self._conn.execute(
             "DELETE FROM entities WHERE id IN (SELECT id FROM entities WHERE expires_at IS NOT NULL AND expires_at <= ?"
-            " ORDER BY expires_at, id LIMIT ?) RETURNING id", (now, limit))]
+            " ORDER BY expires_at, id LIMIT ?+0) RETURNING id", (now, limit))]
 
     def edges(self, from_id: int, label: str, to_id: int | None = None) -> list[Relationship]:
         sql, params = "SELECT * FROM relationships WHERE from_id = ? AND label = ?", [from_id, label]

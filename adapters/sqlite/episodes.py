@@ -17,11 +17,11 @@ _NEIGHBOURS = """
     WITH t AS (SELECT id, session_id, created_at FROM episodes WHERE id IN ({ids}))
     SELECT t.id, 0, e.id, e.created_at FROM t JOIN episodes e ON e.id IN (
         SELECT b.id FROM episodes b WHERE b.session_id = t.session_id
-        AND (b.created_at, b.id) < (t.created_at, t.id) ORDER BY b.created_at DESC, b.id DESC LIMIT ?)
+        AND (b.created_at, b.id) < (t.created_at, t.id) ORDER BY b.created_at DESC, b.id DESC LIMIT ?+0)
     UNION ALL
     SELECT t.id, 1, e.id, e.created_at FROM t JOIN episodes e ON e.id IN (
         SELECT a.id FROM episodes a WHERE a.session_id = t.session_id
-        AND (a.created_at, a.id) > (t.created_at, t.id) ORDER BY a.created_at, a.id LIMIT ?)
+        AND (a.created_at, a.id) > (t.created_at, t.id) ORDER BY a.created_at, a.id LIMIT ?+0)
     UNION ALL
     SELECT t.id, -1, NULL, NULL FROM t"""
 
@@ -42,7 +42,7 @@ class SqliteEpisodes(Reads):
 
     async def recent(self, session_id: int, limit: int) -> list[Episode]:
         return await self._all(
-            f"SELECT * FROM episodes WHERE session_id = ? AND {rows.live()} ORDER BY created_at DESC, id DESC LIMIT ?",
+            f"SELECT * FROM episodes WHERE session_id = ? AND {rows.live()} ORDER BY created_at DESC, id DESC LIMIT ?+0",
             (session_id, utc_now(), limit), rows.episode_of,
         )
 
@@ -118,4 +118,4 @@ class EpisodeTx(Writes):
     def delete_expired(self, now: str, limit: int) -> list[int]:
         return [r[0] for r in self._conn.execute(
             "DELETE FROM episodes WHERE id IN (SELECT id FROM episodes WHERE expires_at IS NOT NULL AND expires_at <= ?"
-            " ORDER BY expires_at, id LIMIT ?) RETURNING id", (now, limit))]
+            " ORDER BY expires_at, id LIMIT ?+0) RETURNING id", (now, limit))]

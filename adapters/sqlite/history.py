@@ -30,7 +30,7 @@ def event_of(row: sqlite3.Row) -> Event:
 class SqliteHistory(Reads):
     async def of_record(self, kind: str, record_id: int, after: int, limit: int) -> list[Version]:
         return await self._all(
-            "SELECT * FROM record_history WHERE kind = ? AND record_id = ? AND version > ? ORDER BY version LIMIT ?",
+            "SELECT * FROM record_history WHERE kind = ? AND record_id = ? AND version > ? ORDER BY version LIMIT ?+0",
             (kind, record_id, after, limit), version_of,
         )
 
@@ -63,7 +63,7 @@ class HistoryTx(Writes):
 
 class SqliteEvents(Reads):
     async def after(self, seq: int, limit: int) -> list[Event]:
-        events = await self._all("SELECT * FROM change_events WHERE seq > ? ORDER BY seq LIMIT ?", (seq, limit),
+        events = await self._all("SELECT * FROM change_events WHERE seq > ? ORDER BY seq LIMIT ?+0", (seq, limit),
                                  event_of)
         if events:
             # A consumer keeps the last seq as its cursor: what it is served must not be lost in a

@@ -63,7 +63,7 @@ class SqliteKeywordIndex(Reads):
             # rowid on (param 1): all matches, or the newest when the plan bounds them.
             sql = (
                 f"WITH top AS (SELECT rowid AS id, bm25({fts}) AS rank_score FROM {fts} WHERE {fts} MATCH ?"
-                f" AND rowid >= ? ORDER BY rank_score, rowid LIMIT ?)"
+                f" AND rowid >= ? ORDER BY rank_score, rowid LIMIT ?+0)"
                 f" SELECT t.*, top.rank_score FROM top JOIN {table} t ON t.id = top.id"
                 f" WHERE {rows.live('t.')} ORDER BY top.rank_score, t.id"
             )
@@ -71,7 +71,7 @@ class SqliteKeywordIndex(Reads):
         else:
             sql = (
                 f"SELECT t.*, bm25({fts}) AS rank_score FROM {fts} JOIN {table} t ON t.id = {fts}.rowid"
-                f" WHERE {' AND '.join(where)} AND {rows.live('t.')} ORDER BY rank_score, t.id LIMIT ?"
+                f" WHERE {' AND '.join(where)} AND {rows.live('t.')} ORDER BY rank_score, t.id LIMIT ?+0"
             )
             params.extend((now, limit))
 
@@ -86,7 +86,7 @@ class SqliteKeywordIndex(Reads):
                 values[0] = rows.fts_match(plan.query)
                 if plan.newest is not None:  # rank only the newest matches: from the oldest of those on
                     values[1] = conn.execute(
-                        f"SELECT min(rowid) FROM (SELECT rowid FROM {fts} WHERE {fts} MATCH ? ORDER BY rowid DESC LIMIT ?)",
+                        f"SELECT min(rowid) FROM (SELECT rowid FROM {fts} WHERE {fts} MATCH ? ORDER BY rowid DESC LIMIT ?+0)",
                         (values[0], plan.newest)).fetchone()[0]
                 found = conn.execute(sql, values).fetchall()
             except sqlite3.OperationalError as exc:
@@ -164,7 +164,7 @@ class CountMemo:
         for part in parts:
             key = (fts, rows.fts_match(part), (part.budget or 0) + 1)
             if key not in known:
-                known[key] = conn.execute(f"SELECT count(*) FROM (SELECT 1 FROM {fts} WHERE {fts} MATCH ? LIMIT ?)",
+                known[key] = conn.execute(f"SELECT count(*) FROM (SELECT 1 FROM {fts} WHERE {fts} MATCH ? LIMIT ?+0)",
                                           key[1:]).fetchone()[0]
             counts[part] = known[key]
         return counts

@@ -20,7 +20,7 @@ class SqliteListing(Reads):
             clauses.append(f"(created_at, id) {'>' if query.order == 'asc' else '<'} (?, ?)")
             params.extend((query.after.created_at, query.after.id))
         sql = (f"SELECT * FROM {table} WHERE {' AND '.join(clauses)}"
-               f" ORDER BY created_at {direction}, id {direction} LIMIT ?")
+               f" ORDER BY created_at {direction}, id {direction} LIMIT ?+0")
         found = await self._all(sql, [*params, query.limit + 1], mapper)
         return page_from(found, query.limit)
 

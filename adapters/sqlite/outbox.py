@@ -20,7 +20,7 @@ _INSERT = ("INSERT INTO embedding_outbox(collection, op, ref_id, next_attempt_at
 class SqliteOutbox(Reads):
     async def due(self, limit: int, now: datetime) -> list[OutboxJob]:
         return await self._all(
-            "SELECT * FROM embedding_outbox WHERE next_attempt_at <= ? AND dead_at IS NULL ORDER BY id LIMIT ?",
+            "SELECT * FROM embedding_outbox WHERE next_attempt_at <= ? AND dead_at IS NULL ORDER BY id LIMIT ?+0",
             (format_timestamp(now), limit), rows.job_of,
         )
 
@@ -50,7 +50,7 @@ class SqliteOutbox(Reads):
 
     async def dead(self, limit: int) -> list[OutboxJob]:
         return await self._all(
-            "SELECT * FROM embedding_outbox WHERE dead_at IS NOT NULL ORDER BY id LIMIT ?", (limit,), rows.job_of,
+            "SELECT * FROM embedding_outbox WHERE dead_at IS NOT NULL ORDER BY id LIMIT ?+0", (limit,), rows.job_of,
         )
 
     async def retry_dead(self, job_ids: Sequence[int] | None = None) -> int:

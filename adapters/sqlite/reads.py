@@ -50,7 +50,7 @@ class Reads:
         def op(conn: sqlite3.Connection) -> Page:
             total = conn.execute(f"SELECT count(*) FROM {table} WHERE {where}", params).fetchone()[0]
             found = conn.execute(
-                f"SELECT * FROM {table} WHERE {where} ORDER BY {order} LIMIT ? OFFSET ?", (*params, limit, offset)
+                f"SELECT * FROM {table} WHERE {where} ORDER BY {order} LIMIT ?+0 OFFSET ?", (*params, limit, offset)
             ).fetchall()
             return Page([mapper(r) for r in found], total, limit, offset)
 

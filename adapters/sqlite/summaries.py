@@ -72,4 +72,4 @@ class SummaryTx(Writes):
     def delete_expired(self, now: str, limit: int) -> list[int]:
         return [r[0] for r in self._conn.execute(
             "DELETE FROM summaries WHERE id IN (SELECT id FROM summaries WHERE expires_at IS NOT NULL AND expires_at <= ?"
-            " ORDER BY expires_at, id LIMIT ?) RETURNING id", (now, limit))]
+            " ORDER BY expires_at, id LIMIT ?+0) RETURNING id", (now, limit))]
