@@ -109,7 +109,7 @@ def raw_reads(db_path: Path, max_id: int, sessions: int, queries: list[str], sec
     rng = random.Random(9)
     fts_sql = (
         "SELECT t.*, bm25(episodes_fts) AS rank_score FROM episodes_fts JOIN episodes t"
-        " ON t.id = episodes_fts.rowid WHERE episodes_fts MATCH ? AND episodes_fts.rowid >= ? ORDER BY rank_score, t.id LIMIT ?"
+        " ON t.id = episodes_fts.rowid WHERE episodes_fts MATCH ? AND episodes_fts.rowid >= ? ORDER BY rank_score, t.id LIMIT ?+0"
     )
     # Each keyword query within the service's budget (domain.keywords.MATCH_BUDGET), planned the
     # way SqliteKeywordIndex plans it: match counts, terms left out, the newest matches only.
@@ -128,7 +128,7 @@ def raw_reads(db_path: Path, max_id: int, sessions: int, queries: list[str], sec
         if plan.newest is None:
             return match, -(1 << 63)
         return match, conn.execute("SELECT min(rowid) FROM (SELECT rowid FROM episodes_fts WHERE episodes_fts MATCH ?"
-                                   " ORDER BY rowid DESC LIMIT ?)", (match, plan.newest)).fetchone()[0]
+                                   " ORDER BY rowid DESC LIMIT ?+0)", (match, plan.newest)).fetchone()[0]
 
     def get_one(_: int) -> None:
         row = conn.execute("SELECT * FROM episodes WHERE id = ?", (rng.randint(1, max_id),)).fetchone()
@@ -138,7 +138,7 @@ def raw_reads(db_path: Path, max_id: int, sessions: int, queries: list[str], sec
         session = rng.randint(1, sessions)
         conn.execute("SELECT count(*) FROM episodes WHERE session_id = ?", (session,)).fetchone()
         found = conn.execute(
-            "SELECT * FROM episodes WHERE session_id = ? ORDER BY created_at, id LIMIT ? OFFSET ?", (session, 20, 0)
+            "SELECT * FROM episodes WHERE session_id = ? ORDER BY created_at, id LIMIT ?+0 OFFSET ?", (session, 20, 0)
         ).fetchall()
         [rows.episode_of(r) for r in found]
 

@@ -54,18 +54,23 @@ async def _fill(path: Path, n: int, encode) -> dict:
     model = await catalog.model_id(ModelRef("hash", "hash", DIM))
     session = await store.uow.run(lambda tx: writes.create_session(tx, "bench", {}))
     rng = np.random.default_rng(1)
-    write_seconds = 0.0
+    write_seconds, pages = 0.0, 0
+
+    async def page_count() -> int:  # the file's pages in use (the bundled SQLite has no dbstat table)
+        return await store.database.read(lambda c: c.execute("PRAGMA page_count").fetchone()[0]
+                                         - c.execute("PRAGMA freelist_count").fetchone()[0])
+
     for start in range(0, n, 5000):
         made = await store.uow.run(lambda tx: writes.add_episodes(tx, [NewEpisode(session.id, f"note {i}", "ok") for i in range(start, min(n, start + 5000))]))
         vectors = rng.standard_normal((len(made), DIM)).astype(np.float32)
+        before = await page_count()
         began = time.perf_counter()
         blobs = [(e.id, encode(v)) for e, v in zip(made, vectors)]
         for chunk in range(0, len(blobs), 256):
             await catalog.store_embeddings("episodes", model, blobs[chunk:chunk + 256])
         write_seconds += time.perf_counter() - began
-    size = await store.database.read(lambda c: c.execute(
-        "SELECT coalesce(sum(pgsize), 0) FROM dbstat WHERE name IN ('embeddings', 'sqlite_autoindex_embeddings_1')"
-    ).fetchone()[0])
+        pages += await page_count() - before  # the pages the embeddings (table and key index) took
+    size = pages * await store.database.read(lambda c: c.execute("PRAGMA page_size").fetchone()[0])
     await store.close()
     return {"bytesPerRecord": round(size / n, 1), "writeMicrosPerRecord": round(1e6 * write_seconds / n, 1)}
 

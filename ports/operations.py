@@ -12,8 +12,9 @@ class StoreOperations(Protocol):
         ...
 
     async def sizes(self) -> dict[str, int]:
-        """Bytes on disk by part: ``database`` (the whole), ``embeddings`` (stored vectors) and
-        one ``<kind>_fts`` per keyword-indexed kind; a store without files answers ``{}``."""
+        """Bytes by part: ``database`` (the file's pages), ``embeddings`` (the stored vectors) and
+        one ``<kind>_fts`` per keyword-indexed kind (the index's stored data: values, not pages);
+        a store without files answers ``{}``."""
         ...
 
     async def health(self) -> str | None:

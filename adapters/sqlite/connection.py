@@ -48,6 +48,9 @@ def _configure(conn: sqlite3.Connection, *, writer: bool, synchronous: str = "fu
     # Each PRAGMA on its own statement: executescript would COMMIT implicitly and hide errors.
     conn.execute(f"PRAGMA busy_timeout = {busy_timeout_ms}")
     conn.execute("PRAGMA foreign_keys = ON")
+    # A forgotten or expired memory's text is overwritten, not left in free pages (Debian's SQLite
+    # is built with this on; the bundled one, driver.py, is not).
+    conn.execute("PRAGMA secure_delete = ON")
     late = False
     if writer:
         mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]

@@ -1,4 +1,4 @@
-"""Running the SQLite store: counts, bytes on disk, a real write as the health probe, close."""
+"""Running the SQLite store: counts, bytes stored, a real write as the health probe, close."""
 
 from __future__ import annotations
 

@@ -84,3 +84,25 @@ def test_a_plan_says_how_many_matches_it_ranks() -> None:
     plan = within_budget(both, counts)
     assert plan.dropped == ("c",) and plan.matches == 8
     assert within_budget(KeywordQuery(("a",), budget=None), {}).matches is None  # no budget: nothing counted
+
+
+async def test_the_remembered_highest_id_is_asked_again_after_a_write(tmp_path: Path) -> None:
+    # The plan remembers each table's max(id) with its counts, per connection, until a write: a
+    # store that fitted its budget and then grew past it must count and rank only the newest matches.
+    store = SqliteStore.open(str(tmp_path / "grows.db"))
+    try:
+        session = await store.uow.run(lambda tx: writes.create_session(tx, "grows", {}))
+
+        async def add(n: int) -> None:
+            batch = [NewEpisode(session_id=session.id, user_message=f"pear {i}", ai_response="ok") for i in range(n)]
+            await store.uow.run(lambda tx: writes.add_episodes(tx, batch))
+
+        query = KeywordQuery(("pear",), "all", budget=5)
+        await add(3)
+        assert len(await store.keywords.search("episodes", query, 20)) == 3  # max(id) 3: all ranked, uncounted
+        assert len(await store.keywords.search("episodes", query, 20)) == 3  # the same, from the memo
+        await add(10)
+        hits = await store.keywords.search("episodes", query, 20)
+        assert sorted(h.item.id for h in hits) == list(range(9, 14))  # 13 matches: the newest 5 ranked
+    finally:
+        store.database.close()
