@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import os
-from adapters.sqlite.driver import sqlite3
 import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -29,6 +28,7 @@ from typing import Annotated, Any
 import msgspec
 
 from adapters.sqlite.database import create_private
+from adapters.sqlite.driver import sqlite3
 from adapters.sqlite.schema import SCHEMA_VERSION, migrate
 from adapters.sqlite.unit_of_work import SqliteTransaction
 from app.schemas import Count, Id, Name, Text

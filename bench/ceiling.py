@@ -8,7 +8,6 @@ service keeps. Loops are bounded by both a count and a time.
 from __future__ import annotations
 
 import random
-from adapters.sqlite.driver import sqlite3
 import statistics
 import sys
 import time
@@ -22,6 +21,7 @@ import qdrant_edge as qe  # noqa: E402
 from adapters.embedders.hashing import hash_vector  # noqa: E402
 from adapters.sqlite import rows  # noqa: E402
 from adapters.sqlite.database import _configure  # noqa: E402  (the service's exact PRAGMAs)
+from adapters.sqlite.driver import sqlite3  # noqa: E402
 from adapters.sqlite.keyword_index import CountMemo, _plan  # noqa: E402  (the service's keyword budget)
 from domain.keywords import plain_query, recall_query  # noqa: E402
 from domain.models import utc_now  # noqa: E402

@@ -20,7 +20,6 @@ import json
 import os
 import random
 import shutil
-from adapters.sqlite.driver import sqlite3
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -36,6 +35,7 @@ from adapters.embedders.hashing import hash_vector  # noqa: E402
 from adapters.memory.fake_embedder import FakeEmbedder  # noqa: E402
 from adapters.qdrant.edge import QdrantEdgeIndex  # noqa: E402
 from adapters.sqlite.catalog import SqliteIndexCatalog  # noqa: E402
+from adapters.sqlite.driver import sqlite3  # noqa: E402
 from adapters.sqlite.store import SqliteStore  # noqa: E402
 from domain import writes  # noqa: E402
 from domain.index_manager import IndexManager  # noqa: E402

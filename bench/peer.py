@@ -23,7 +23,6 @@ import json
 import os
 import random
 import shutil
-from adapters.sqlite.driver import sqlite3
 import statistics
 import subprocess
 import sys
@@ -40,6 +39,8 @@ sys.path.insert(0, str(BENCH))
 
 import load  # noqa: E402
 from run import HOST, Server, Wrk, ensure_wrk, free_port, log, rss_mb  # noqa: E402
+
+from adapters.sqlite.driver import sqlite3  # noqa: E402
 
 PEER_SOURCE = ROOT.parent / "shared" / "peer-node"
 PEER_HOME = load.DATA / "peer-node"

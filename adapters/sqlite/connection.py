@@ -26,9 +26,10 @@ crash).
 from __future__ import annotations
 
 import os
-from adapters.sqlite.driver import sqlite3
 import threading
 from pathlib import Path
+
+from adapters.sqlite.driver import sqlite3
 
 BUSY_TIMEOUT_MS = 5000
 SYNCHRONOUS = ("full", "normal")

@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import queue
-from adapters.sqlite.driver import sqlite3
 import threading
 import uuid
 from collections.abc import Callable
@@ -22,6 +21,7 @@ from typing import TypeVar
 
 from adapters.sqlite.connection import (  # noqa: F401  (SYNCHRONOUS, create_private: imported from here too)
     BUSY_TIMEOUT_MS, SYNCHRONOUS, WalSync, _configure, create_private, main_file)
+from adapters.sqlite.driver import sqlite3
 from adapters.sqlite.errors import busy as _busy, translate_error
 from adapters.sqlite.keyword_upkeep import KeywordUpkeep
 from adapters.sqlite.short_reads import OverflowRates

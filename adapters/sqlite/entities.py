@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import re
-from adapters.sqlite.driver import sqlite3
 from collections.abc import Sequence
 
 from adapters.sqlite import rows
+from adapters.sqlite.driver import sqlite3
 from adapters.sqlite.reads import Reads, Writes
 from domain.errors import Conflict, NotFound
 from domain.models import Entity, EntityChanges, NewEntity, NewRelationship, Page, Relationship, Upserted, merged, utc_now

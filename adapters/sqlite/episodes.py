@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from adapters.sqlite.driver import sqlite3
 from collections.abc import Sequence
 from dataclasses import replace
 
 from adapters.sqlite import rows
+from adapters.sqlite.driver import sqlite3
 from adapters.sqlite.reads import Reads, Writes, in_list
 from domain.errors import NotFound
 from domain.models import Episode, EpisodeChanges, Neighbours, NewEpisode, Page, merged, utc_now

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from adapters.sqlite.driver import sqlite3
-
 from domain.errors import DomainError, Unavailable
 
 

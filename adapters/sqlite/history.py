@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import json
-from adapters.sqlite.driver import sqlite3
 from collections.abc import Sequence
 
+from adapters.sqlite.driver import sqlite3
 from adapters.sqlite.reads import Reads, Writes, in_list
 from domain.changes import Event, EventOp, HistoryOp, Version
 

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import logging
-from adapters.sqlite.driver import sqlite3
 import threading
 from datetime import datetime
 
 from adapters.sqlite import rows
 from adapters.sqlite.database import SqliteDatabase
+from adapters.sqlite.driver import sqlite3
 from adapters.sqlite.reads import Reads
 from domain.errors import Invalid
 from domain.keywords import KeywordPlan, KeywordQuery, counted, fits_whatever_it_matches, within_budget
@@ -158,8 +158,8 @@ class CountMemo:
         return known
 
     def counts(self, conn: sqlite3.Connection, fts: str, parts: tuple[KeywordQuery, ...],
-               known: dict | None = None) -> dict[KeywordQuery, int]:
-        known = self.known(conn) if known is None else known
+               known: dict) -> dict[KeywordQuery, int]:
+        """The count of each part, from ``known`` (what ``known(conn)`` answered) or taken now."""
         counts = {}
         for part in parts:
             key = (fts, rows.fts_match(part), (part.budget or 0) + 1)

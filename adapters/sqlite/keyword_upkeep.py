@@ -21,6 +21,7 @@ dropped until the next writes.
 from __future__ import annotations
 
 import logging
+
 from adapters.sqlite.driver import sqlite3
 
 log = logging.getLogger(__name__)

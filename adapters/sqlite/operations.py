@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from adapters.sqlite.driver import sqlite3
-
 from adapters.sqlite.reads import Reads
 from domain.models import utc_now
 from domain.record_kinds import NAMES

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from adapters.sqlite.driver import sqlite3
 from collections.abc import Sequence
 from datetime import datetime
 
 from adapters.sqlite import rows
+from adapters.sqlite.driver import sqlite3
 from adapters.sqlite.reads import Reads, Writes, in_list
 from domain.models import format_timestamp, utc_now
 from domain.outbox import Backlog, JobOp, OutboxJob

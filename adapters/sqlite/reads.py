@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from adapters.sqlite.driver import sqlite3
 from collections.abc import Sequence
 
 from adapters.sqlite.database import SqliteDatabase
+from adapters.sqlite.driver import sqlite3
 from domain.models import Page, utc_now
 
 

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import json
-from adapters.sqlite.driver import sqlite3
 from typing import Any
 
+from adapters.sqlite.driver import sqlite3
 from domain.keywords import KeywordQuery
 from domain.models import Entity, Episode, Relationship, Session, Summary, store_timestamp
 from domain.outbox import OutboxJob

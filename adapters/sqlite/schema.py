@@ -6,8 +6,9 @@ each version's statements and the version bump run in one transaction.
 
 from __future__ import annotations
 
-from adapters.sqlite.driver import sqlite3
 from collections.abc import Callable
+
+from adapters.sqlite.driver import sqlite3
 
 _FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"
 

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from adapters.sqlite.driver import sqlite3
-
 from adapters.sqlite import rows
+from adapters.sqlite.driver import sqlite3
 from adapters.sqlite.reads import Reads, Writes
 from domain.errors import Conflict
 from domain.models import Metadata, Owner, Page, Session, utc_now

@@ -8,11 +8,11 @@ COMMIT (and fsync) with its neighbours, and costs exactly the thread hop a write
 from __future__ import annotations
 
 import contextvars
-from adapters.sqlite.driver import sqlite3
 from collections.abc import Callable
 from typing import TypeVar
 
 from adapters.sqlite.database import SqliteDatabase
+from adapters.sqlite.driver import sqlite3
 from adapters.sqlite.entities import EntityTx
 from adapters.sqlite.episodes import EpisodeTx
 from adapters.sqlite.history import EventTx, HistoryTx

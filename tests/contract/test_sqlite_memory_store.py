@@ -4,12 +4,12 @@ writer thread. The shared contracts are the test_*_contract.py suites; this is t
 from __future__ import annotations
 
 import asyncio
-from adapters.sqlite.driver import sqlite3
 import threading
 from datetime import UTC, datetime
 
 import pytest
 
+from adapters.sqlite.driver import sqlite3
 from adapters.sqlite.schema import SCHEMA_VERSION
 from adapters.sqlite.store import SqliteStore
 from domain import writes

@@ -5,10 +5,10 @@ on stderr; ``backup`` and ``export`` create the folders they write into."""
 from __future__ import annotations
 
 import json
-from adapters.sqlite.driver import sqlite3
 
 import httpx
 
+from adapters.sqlite.driver import sqlite3
 from tests.support.process import wait_for_backlog
 from tests.support.server import ServiceProcess, run_service, service_env
 

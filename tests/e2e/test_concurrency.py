@@ -4,12 +4,12 @@
 from __future__ import annotations
 
 import asyncio
-from adapters.sqlite.driver import sqlite3
 import threading
 
 import httpx
 import pytest
 
+from adapters.sqlite.driver import sqlite3
 from tests.support.process import integrity_problems, read_only
 from tests.support.server import ServiceProcess, service_env
 

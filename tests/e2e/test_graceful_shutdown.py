@@ -12,13 +12,13 @@ import json
 import os
 import signal
 import socket
-from adapters.sqlite.driver import sqlite3
 import time
 from pathlib import Path
 
 import httpx
 import pytest
 
+from adapters.sqlite.driver import sqlite3
 from tests.support.process import wait_for_backlog
 from tests.support.server import ServiceProcess, service_env
 

@@ -17,13 +17,13 @@ Needs root and loop devices (CI runs as root); without them the tests fail, nami
 from __future__ import annotations
 
 import os
-from adapters.sqlite.driver import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
+from adapters.sqlite.driver import sqlite3
 from tests.support.power_cut import LoopDisk, is_root, kill_process_group, loop_disk_unavailable
 from tests.support.process import (
     Acknowledged,

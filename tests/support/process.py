@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import shutil
-from adapters.sqlite.driver import sqlite3
 import tempfile
 import threading
 import time
@@ -22,6 +21,7 @@ from typing import Self
 
 import httpx
 
+from adapters.sqlite.driver import sqlite3
 from tests.support.server import run_service
 
 FTS_TABLES = ("episodes_fts", "summaries_fts", "entities_fts")

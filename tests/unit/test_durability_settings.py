@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import asyncio
 import os
-from adapters.sqlite.driver import sqlite3
 
 import pytest
 
 from adapters.sqlite import connection
+from adapters.sqlite.driver import sqlite3
 from adapters.sqlite.store import SqliteStore
 from app.config import ConfigError, load_settings
 from domain.errors import Unavailable

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-from adapters.sqlite.driver import sqlite3
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from adapters.sqlite.driver import sqlite3
 from adapters.sqlite.filters import metadata_sql
 from domain.errors import Invalid
 from domain.filters import MetadataFilter, parse_filter

@@ -9,6 +9,7 @@ import pytest
 
 from adapters.sqlite.driver import sqlite3
 
+
 ROOT = Path(__file__).resolve().parents[2]
 SQL_SOURCES = [*sorted((ROOT / "adapters" / "sqlite").glob("*.py")), ROOT / "bench" / "ceiling.py"]
 

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from adapters.sqlite.driver import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
 from adapters.sqlite import keyword_upkeep
+from adapters.sqlite.driver import sqlite3
 from adapters.sqlite.keyword_upkeep import IDLE_SECONDS, STEP_GAP, KeywordUpkeep
 from adapters.sqlite.writer_turn import NoTurn, WriterTurn
 from adapters.sqlite.store import SqliteStore

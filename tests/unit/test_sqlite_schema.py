@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from adapters.sqlite.driver import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from adapters.sqlite.driver import sqlite3
 from adapters.sqlite.schema import MIGRATIONS, SCHEMA_VERSION, migrate
 
 NOW = "2025-03-01T12:00:00.000Z"

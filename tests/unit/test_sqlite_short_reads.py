@@ -4,7 +4,6 @@ reader thread, with the same answer; a read whose code mostly runs over goes to 
 
 from __future__ import annotations
 
-from adapters.sqlite.driver import sqlite3
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from adapters.sqlite.database import SqliteDatabase
+from adapters.sqlite.driver import sqlite3
 from adapters.sqlite.short_reads import PROBE_EVERY, OverflowRates
 from domain.errors import Invalid, Unavailable
 

@@ -6,13 +6,13 @@ from __future__ import annotations
 import fcntl
 import multiprocessing
 import os
-from adapters.sqlite.driver import sqlite3
 import threading
 import time
 
 import pytest
 
 from adapters.sqlite.database import SqliteDatabase
+from adapters.sqlite.driver import sqlite3
 from adapters.sqlite.writer_turn import WriterTurn
 
 
