@@ -146,7 +146,7 @@ def test_the_docs_ui_is_served(client):
 def test_an_emptied_vector_index_is_reported_and_then_repaired(make_settings):
     # The check that finds the points gone reports it and wakes the repair at once; the next check
     # reports it repaired. Checks a second apart keep the report up long enough for a poll on a
-    # busy machine to see it (at 50 ms, a poll held up for longer missed it: seen once, round 9).
+    # busy machine to see it (at 50 ms, a poll held up for longer missed it).
     settings = make_settings(health_interval=1.0)
     container = build_container(settings)
     with TestClient(create_app(settings, container)) as client:
