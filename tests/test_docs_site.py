@@ -95,3 +95,13 @@ def test_every_link_of_the_readme_to_a_file_of_the_repository_resolves():
     targets = [t.split("#", 1)[0] for t in re.findall(r"\]\(([^)\s]+)\)", readme) if not re.match(r"[a-z]+:", t)]
     assert targets, "the README links to the docs"
     assert [t for t in targets if not (ROOT / t).exists()] == []
+
+
+def test_every_source_file_the_docs_name_exists():
+    """A page that walks the code names its files; a file renamed or deleted must take the page along."""
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    named = {path for page in pages
+             for path in re.findall(r"`((?:app|domain|ports|adapters|tests|bench|examples|client)/[\w/.-]+\.(?:py|md|toml))`",
+                                    page.read_text())}
+    assert named, "the docs name the files they describe"
+    assert sorted(path for path in named if not (ROOT / path).exists()) == []
