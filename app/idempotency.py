@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -41,6 +42,7 @@ HEADER = "Idempotency-Key"
 REPLAYED = "Idempotent-Replayed"
 WRITE_METHODS = frozenset({"POST", "PATCH", "DELETE", "PUT"})
 IN_FLIGHT_WAIT = 10.0  # seconds a retry waits for the first request with its key before a 409
+_TOOL_KEY = "idempotency_key"  # the MCP write tools' argument
 _IN_FLIGHT = "idempotency_in_flight"  # app.state: (caller, key) -> set when that request has answered
 
 
@@ -150,3 +152,29 @@ def created_or_updated(result: Any) -> int:
 def idempotent() -> list[ASGIMiddleware]:
     """The middleware list of a controller whose writes take ``Idempotency-Key``."""
     return [IdempotencyMiddleware()]
+
+
+async def keyed_result(container: Any, key: str | None, tool: str, arguments: dict[str, Any],
+                       write: Callable[[], Awaitable[T]], render: Callable[[T], dict[str, Any]]) -> dict[str, Any]:
+    """An MCP write tool's answer under ``key`` (its ``idempotency_key`` argument): as ``answered``
+    for HTTP — the result stored with the write, a repeated call answered from the store (with
+    ``replayed: true``), the key with other arguments refused. MCP has no per-key caller yet: every
+    MCP client shares the ``mcp`` key space."""
+    if key is None:
+        return render(await write())
+    check_key(key, _TOOL_KEY)
+    caller = "mcp"
+    wanted = fingerprint("MCP", tool, json.dumps(arguments, sort_keys=True, default=str).encode(), caller)
+    found = await container.store().idempotency.get(caller, key, utc_now())
+    if found is not None:
+        return {**json.loads(replay_of(found, wanted, _TOOL_KEY).body), "replayed": True}
+    claim = Claim(caller, key, wanted, expiry_after(container.settings().idempotency_key_seconds),
+                  render=lambda result: Answer(200, json.dumps(render(result)).encode()))
+    token = pending.set(claim)
+    try:
+        result = await write()
+    except AlreadyAnswered as exc:
+        return {**json.loads(replay_of(exc.found, wanted, _TOOL_KEY).body), "replayed": True}
+    finally:
+        pending.reset(token)
+    return json.loads(claim.stored.body) if claim.stored is not None else render(result)

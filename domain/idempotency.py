@@ -111,11 +111,10 @@ def expiry_after(seconds: float, now: str | None = None) -> str:
     return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def replay_of(found: KeyedAnswer, fingerprint_: str) -> KeyedAnswer:
+def replay_of(found: KeyedAnswer, fingerprint_: str, field_name: str = "Idempotency-Key") -> KeyedAnswer:
     """``found`` when it answers the same request; ``KeyReused`` naming the key otherwise."""
     if found.fingerprint != fingerprint_:
-        raise KeyReused(f"Idempotency-Key {found.key!r} was already used for a different request",
-                        field="Idempotency-Key")
+        raise KeyReused(f"{field_name} {found.key!r} was already used for a different request", field=field_name)
     return found
 
 
