@@ -29,7 +29,7 @@ class EntityController(Controller):
     middleware = idempotent()
 
     @post("/", summary="Upsert an entity by (userId, name, type): 201 created, 200 updated",
-          responses={**errors(400, 413), 200: ResponseSpec(EntityOut, description="An existing entity, updated")})
+          responses={**errors(400, 413, 422), 200: ResponseSpec(EntityOut, description="An existing entity, updated")})
     async def upsert(self, data: UpsertEntityBody, entity_service: EntityService) -> Response[EntityOut]:
         new = NewEntity(data.name, data.type, data.notes, data.metadata, data.user_id,
                         format_timestamp(data.expires_at) if data.expires_at else None)
@@ -60,7 +60,7 @@ class EntityController(Controller):
         return wire(await entity_service.get(entity_id), EntityOut)
 
     @patch("/{entity_id:str}", summary="Change an entity's name, type, notes or metadata (re-indexed and re-embedded)",
-           responses=errors(400, 404, 409, 413),
+           responses=errors(400, 404, 409, 413, 422),
            description="JSON Merge Patch: fields left out stay as they are; `notes: null` (or `\"\"`) clears the "
                        "notes; null on name, type or metadata is a 400. A name and type that "
                        "another entity has is a 409.")
@@ -69,7 +69,7 @@ class EntityController(Controller):
                               lambda entity: wire(entity, EntityOut), 200)
 
     @delete("/{entity_id:str}", summary="Delete an entity, its relationships and its vector",
-          responses=errors(400, 404))
+          responses=errors(400, 404, 422))
     async def remove(self, entity_id: PathId, entity_service: EntityService) -> Response[None]:
         return await answered(lambda: entity_service.delete(entity_id), nothing, 204)
 
@@ -105,7 +105,7 @@ class RelationshipController(Controller):
         return wire(page, RelationshipCursorPage)
 
     @post("/", summary="Upsert a relationship by (fromId, toId, label): 201 created, 200 updated",
-          responses={**errors(400, 404, 413),
+          responses={**errors(400, 404, 413, 422),
                      200: ResponseSpec(RelationshipOut, description="An existing relationship, updated")},
           description=('Both entities must exist. A triple has at most one open edge (no `validTo`): '
                        'upserting it replaces its metadata and validity. `validFrom`/`validTo` (RFC 3339) say '
@@ -118,6 +118,6 @@ class RelationshipController(Controller):
                               created_or_updated)
 
     @delete("/", summary="Delete a relationship named by {fromId, toId, label} (its open and closed edges)",
-          responses=errors(400, 404), status_code=204)
+          responses=errors(400, 404, 422), status_code=204)
     async def remove(self, data: DeleteRelationshipBody, entity_service: EntityService) -> Response[None]:
         return await answered(lambda: entity_service.unrelate(data.from_id, data.to_id, data.label), nothing, 204)

@@ -34,7 +34,7 @@ class EpisodeController(Controller):
     tags = ["episodes"]
     middleware = idempotent()
 
-    @post("/", summary="Store an episode (embedding follows in the background)", responses=errors(400, 404, 413),
+    @post("/", summary="Store an episode (embedding follows in the background)", responses=errors(400, 404, 413, 422),
           description=(
               'Answers 201 as soon as the episode and its embedding job are committed; the vector is '
               'written by the background worker (see `embeddingBacklog` in `/health`).'
@@ -42,7 +42,7 @@ class EpisodeController(Controller):
     async def create(self, data: CreateEpisodeBody, episode_service: EpisodeService) -> EpisodeOut:
         return await answered(lambda: episode_service.add(new_episode(data)), episode_out, 201)
 
-    @post("/batch", summary="Store many episodes in one transaction", responses=errors(400, 404, 413),
+    @post("/batch", summary="Store many episodes in one transaction", responses=errors(400, 404, 413, 422),
           description=f'Up to {MAX_BATCH} episodes, all or none.', status_code=201)
     async def create_batch(self, data: EpisodeBatchBody, episode_service: EpisodeService) -> list[EpisodeOut]:
         return await answered(lambda: episode_service.add_batch([new_episode(e) for e in data.episodes]),
@@ -82,13 +82,13 @@ class EpisodeController(Controller):
         return episode_out(await episode_service.get(episode_id))
 
     @patch("/{episode_id:str}", summary="Change an episode's text or metadata (re-indexed and re-embedded)",
-          responses=errors(400, 404, 413),
+          responses=errors(400, 404, 413, 422),
           description='JSON Merge Patch: fields left out stay as they are; `tokenCount: null` clears the '
                       'token count; null on any other field is a 400 naming it.')
     async def update(self, episode_id: PathId, data: UpdateEpisodeBody, episode_service: EpisodeService) -> EpisodeOut:
         return await answered(lambda: episode_service.update(episode_id, changes_of(data, EpisodeChanges)),
                               episode_out, 200)
 
-    @delete("/{episode_id:str}", summary="Delete an episode and its vector", responses=errors(400, 404))
+    @delete("/{episode_id:str}", summary="Delete an episode and its vector", responses=errors(400, 404, 422))
     async def remove(self, episode_id: PathId, episode_service: EpisodeService) -> Response[None]:
         return await answered(lambda: episode_service.delete(episode_id), nothing, 204)

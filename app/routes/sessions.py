@@ -22,7 +22,7 @@ class SessionController(Controller):
     tags = ["sessions"]
     middleware = idempotent()
 
-    @post("/", summary="Create a session", responses=errors(400, 409, 413),
+    @post("/", summary="Create a session", responses=errors(400, 409, 413, 422),
           description=(
               "Sessions group the episodes of one conversation; `externalId` is the caller's own id and "
               'is unique.'
@@ -73,13 +73,13 @@ class SessionController(Controller):
     async def get_one(self, session_id: PathId, session_service: SessionService) -> SessionOut:
         return wire(await session_service.get(session_id), SessionOut)
 
-    @patch("/{session_id:str}", summary="Replace a session's metadata", responses=errors(400, 404, 413))
+    @patch("/{session_id:str}", summary="Replace a session's metadata", responses=errors(400, 404, 413, 422))
     async def update(self, session_id: PathId, data: UpdateSessionBody, session_service: SessionService) -> SessionOut:
         return await answered(lambda: session_service.update(session_id, data.metadata),
                               lambda session: wire(session, SessionOut), 200)
 
     @delete("/{session_id:str}", summary="Delete a session, its episodes, summaries and their vectors",
-          responses=errors(400, 404))
+          responses=errors(400, 404, 422))
     async def remove(self, session_id: PathId, session_service: SessionService) -> Response[None]:
         return await answered(lambda: session_service.delete(session_id), nothing, 204)
 

@@ -22,7 +22,7 @@ class SummaryController(Controller):
     middleware = idempotent()
 
     @post("/", summary="Store a summary of a session (embedded in the background)",
-          responses=errors(400, 404, 413), status_code=201)
+          responses=errors(400, 404, 413, 422), status_code=201)
     async def create(self, data: CreateSummaryBody, summary_service: SummaryService) -> SummaryOut:
         new = NewSummary(data.session_id, data.content, data.first_episode_id, data.last_episode_id,
                          data.episode_count, data.token_count, data.metadata,
@@ -45,13 +45,13 @@ class SummaryController(Controller):
         return wire(await summary_service.get(summary_id), SummaryOut)
 
     @patch("/{summary_id:str}", summary="Change a summary's content, counts or metadata (re-indexed and re-embedded)",
-           responses=errors(400, 404, 413), description=(
+           responses=errors(400, 404, 413, 422), description=(
                "JSON Merge Patch: fields left out stay as they are; null clears `firstEpisodeId`, `lastEpisodeId` or "
                "`tokenCount`; null on content, episodeCount or metadata is a 400 naming it."))
     async def update(self, summary_id: PathId, data: UpdateSummaryBody, summary_service: SummaryService) -> SummaryOut:
         return await answered(lambda: summary_service.update(summary_id, changes_of(data, SummaryChanges)),
                               lambda summary: wire(summary, SummaryOut), 200)
 
-    @delete("/{summary_id:str}", summary="Delete a summary and its vector", responses=errors(400, 404))
+    @delete("/{summary_id:str}", summary="Delete a summary and its vector", responses=errors(400, 404, 422))
     async def remove(self, summary_id: PathId, summary_service: SummaryService) -> Response[None]:
         return await answered(lambda: summary_service.delete(summary_id), nothing, 204)

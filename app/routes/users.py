@@ -21,7 +21,7 @@ class UserController(Controller):
     middleware = idempotent()
 
     @delete("/{user_id:path}", summary="Forget a user: everything they own, in one transaction",
-            responses=errors(400), status_code=200,
+            responses=errors(400, 422), status_code=200,
             description=(
                 "Deletes the user's sessions with their episodes and summaries, the user's entities and "
                 "relationships, their keyword index rows and stored embeddings, in one transaction, and "
