@@ -12,6 +12,7 @@ from domain.services import EpisodeService, ExpiryService
 from ports.store import Store
 from tests.contract.store_helpers import a_session
 
+EARLIER = "2025-12-31T00:00:00.000Z"
 NOW, LATER, AFTER = "2026-01-01T00:00:00.000Z", "2026-01-02T00:00:00.000Z", "2026-01-03T00:00:00.000Z"
 
 
@@ -66,9 +67,13 @@ async def test_the_sweep_deletes_expired_keys_only_up_to_its_limit(store: Store)
     assert await store.idempotency.get("anonymous", "live", LATER) is not None
 
 
-async def test_the_expiry_service_sweeps_expired_keys_too(store: Store) -> None:
-    await store.uow.run(lambda tx: tx.idempotency.put(_answer(expires_at=NOW)))
-    assert await ExpiryService(store).purge_keys(LATER) == 1
+async def test_the_expiry_sweep_purges_expired_keys_with_expired_records(store: Store) -> None:
+    await store.uow.run(lambda tx: tx.idempotency.put(_answer(key="old", expires_at=NOW)))
+    await store.uow.run(lambda tx: tx.idempotency.put(_answer(key="live", expires_at=AFTER)))
+    await ExpiryService(store).purge(LATER)
+    assert await store.idempotency.get("anonymous", "old", EARLIER) is None  # gone, not only expired
+    assert await store.idempotency.get("anonymous", "live", LATER) is not None
+    assert await ExpiryService(store).purge_keys(LATER) == 0  # nothing expired is left
 
 
 async def test_a_keyed_write_stores_its_rendered_answer_with_the_write(store: Store) -> None:
