@@ -24,6 +24,7 @@ from msgspec import Meta, field
 
 from app.plugins import ranker_options
 from domain.changes import DEFAULT_EVENT_RETENTION
+from domain.idempotency import DEFAULT_KEY_SECONDS
 from domain.ranking import RankerConfig
 from domain.vectors import DEFAULT_DIMENSION
 
@@ -141,6 +142,9 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
         default=5.0, name="INDEX_CHECK_SECONDS")
     expiry_sweep_seconds: Annotated[float, _doc("seconds between purges of expired records", ge=0.05)] = field(
         default=60.0, name="EXPIRY_SWEEP_SECONDS")
+    idempotency_key_seconds: Annotated[float, _doc("seconds a write's Idempotency-Key and answer are kept",
+                                                   ge=1, le=31_536_000)] = field(
+        default=DEFAULT_KEY_SECONDS, name="IDEMPOTENCY_KEY_SECONDS")
     index_optimize_every: Annotated[int, _doc("points before an index build", ge=1, le=2**31)] = field(
         default=5_000, name="INDEX_OPTIMIZE_EVERY")
     index_inline_build_points: Annotated[int, _doc("largest shard built in place", ge=0, le=2**31)] = field(

@@ -12,11 +12,16 @@ from litestar.status_codes import HTTP_500_INTERNAL_SERVER_ERROR
 
 from app.middleware import CLIENT_CLOSED, DISCONNECTED
 from app.schemas import ErrorBody
-from domain.errors import Conflict, DomainError, EmbeddingError, Invalid, NotFound, Unavailable, VectorIndexError
+from domain.errors import (
+    Busy, Conflict, DomainError, EmbeddingError, Invalid, NotFound, Unavailable, VectorIndexError,
+)
+from domain.idempotency import KeyInFlight, KeyReused
 
 log = logging.getLogger("nexusai.errors")
 
 DOMAIN_STATUS: dict[type[DomainError], int] = {
+    KeyReused: 422,
+    Busy: 503,
     NotFound: 404,
     Conflict: 409,
     Invalid: 400,
@@ -26,7 +31,7 @@ DOMAIN_STATUS: dict[type[DomainError], int] = {
 }
 
 HTTP_CODES = {400: "bad_request", 401: "unauthorized", 404: "not_found", 405: "method_not_allowed",
-              409: "conflict", 413: "payload_too_large", 415: "unsupported_media_type", 429: "too_many_requests",
+              409: "conflict", 413: "payload_too_large", 422: "unprocessable", 415: "unsupported_media_type", 429: "too_many_requests",
               503: "unavailable"}
 
 
@@ -38,7 +43,10 @@ def _body(status: int, code: str, message: str, field: str | None = None,
 
 def domain_error(_: Request, exc: DomainError) -> Response[ErrorBody]:
     status = next((s for t, s in DOMAIN_STATUS.items() if isinstance(exc, t)), 400)
-    return _body(status, exc.code, exc.message, exc.field)
+    # A refusal that passes with time says when to come back, so a client backs off instead of spinning.
+    retry_after = exc.retry_after if isinstance(exc, Busy) else 1 if isinstance(exc, KeyInFlight) else None
+    headers = None if retry_after is None else {"Retry-After": str(retry_after)}
+    return _body(status, exc.code, exc.message, exc.field, headers)
 
 
 _MISSING_FIELD = re.compile(r"missing required field `([^`]+)`")

@@ -108,6 +108,9 @@ ERROR_DESCRIPTIONS = {
     404: "No such record",
     409: "Conflicts with an existing record",
     413: "The request body is larger than MAX_BODY_BYTES",
+    422: ("The Idempotency-Key was already used for a different request (another body, path or caller). "
+          "Every write takes an optional Idempotency-Key header: a retry with the same key and request is "
+          "answered the first answer (marked Idempotent-Replayed: true) without writing again"),
     503: "A backing component (embedder, vector index) is unavailable",
 }
 ERROR_EXAMPLES = {
@@ -118,6 +121,8 @@ ERROR_EXAMPLES = {
     409: {"code": "conflict", "message": "a session with externalId 'conv-1' exists", "field": "externalId",
           "status": 409},
     413: {"code": "payload_too_large", "message": "Request Entity Too Large", "field": None, "status": 413},
+    422: {"code": "idempotency_key_reused", "message": "Idempotency-Key 'k1' was already used for a different request",
+          "field": "Idempotency-Key", "status": 422},
     503: {"code": "unavailable", "message": "the embedder is unreachable", "field": None, "status": 503},
 }
 
