@@ -5,7 +5,7 @@ briefly when there is none, and is woken early by ``notify()`` after a write. Af
 found less than a full batch (writes arriving steadily, not a backlog) it waits ``GATHER_SECONDS``
 before the next one, so a pass embeds what arrived meanwhile together: under the peer bench's
 POST row back-to-back passes took ~20 records each, and each pass's fixed costs (its reads, its
-two write transactions with their fsyncs and writer turns, its calls into the index) were paid
+two write transactions with their fsyncs, its calls into the index) were paid
 again for every few requests. A backlog (full batches) drains without a pause. Stopping lets the
 current pass finish, so a batch is never abandoned half-done (its jobs would be retried anyway).
 """

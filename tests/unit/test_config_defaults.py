@@ -113,7 +113,7 @@ def test_the_readme_names_no_setting_the_code_does_not_read():
 
 @pytest.mark.parametrize(("variable", "value"), [("WEIGHTED_ALPHA", "1.5"), ("MMR_LAMBDA", "2"), ("PORT", "x"),
                                                  ("EMBEDDING_BATCH", "0"), ("STORE", "postgres"),
-                                                 ("VECTOR_QUERY_TIMEOUT", "0")])
+                                                 ("WORKERS", "-1")])
 def test_a_bad_value_is_reported_under_its_own_variable(variable, value):
     with pytest.raises(ConfigError) as raised:
         _settings(**{variable: value})
