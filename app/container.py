@@ -260,7 +260,10 @@ class Container(containers.DeclarativeContainer):
     # shutdown after everything that names it (http client < embedder < index manager < worker < health).
     http_client_resource = providers.Resource(_owned, "http client", http_client, "aclose")
     embedder_resource = providers.Resource(_owned, "embedder", embedder, "aclose", http_client_resource)
-    vector_index_resource = providers.Resource(_owned, "vector index", vector_index, "close", store_resource)
+    # The maintenance lock is let go only once the index is closed: whoever takes it next may open the shards.
+    maintenance_lock_resource = providers.Resource(_owned, "maintenance lock", maintenance_lock, "release")
+    vector_index_resource = providers.Resource(_owned, "vector index", vector_index, "close", store_resource,
+                                               maintenance_lock_resource)
     index_manager_resource = providers.Resource(_owned, "index manager", index_manager, "close",
                                                 vector_index_resource, embedder_resource, store_resource)
     worker_running = providers.Resource(_running_worker, worker, providers.Callable(_setting("worker_enabled"), settings),

@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,27 +42,18 @@ class RunningService:
         return f"the running service (pid {self.pid})" if self.pid else "the running service"
 
 
-@asynccontextmanager
-async def service_beside(container) -> AsyncIterator[RunningService | None]:
+async def service_beside(container) -> RunningService | None:
     """The service running on this store, or None: then this process holds the maintenance lock
-    until the block ends (the container's index manager shares the handle), and may open the
-    index itself."""
-    lock: MaintenanceLock = container.maintenance_lock()
-    if not await lock.try_acquire():
-        yield RunningService(await lock.holder())
-        return
-    try:
-        yield None
-    finally:
-        await lock.release()
+    (the container's index manager shares the handle) until the container is shut down, after
+    the index it may open here is closed."""
+    lock: MaintenanceLock = await container.maintenance_lock_resource()
+    return None if await lock.try_acquire() else RunningService(await lock.holder())
 
 
 async def still_running(lock: MaintenanceLock) -> bool:
-    """Whether a service holds this store's maintenance lock now (it is free once it stopped)."""
-    if await lock.try_acquire():
-        await lock.release()
-        return False
-    return True
+    """Whether a service holds this store's maintenance lock now (it is free once it stopped;
+    then this process holds it until it is shut down)."""
+    return not await lock.try_acquire()
 
 
 async def running_index_status(settings: Settings, store_id: str) -> dict[str, Any] | None:
@@ -138,8 +127,8 @@ async def run_reindex(settings: Settings, collection: str | None) -> int:
         return 2
     async with opened(settings) as container:
         await container.store_resource()
-        async with service_beside(container) as service:  # held until the index opened here is closed
-            return await _reindex(container, settings, names, service)
+        service = await service_beside(container)
+        return await _reindex(container, settings, names, service)
 
 
 async def _reindex(container, settings: Settings, names: list[str], service: RunningService | None) -> int:
@@ -196,8 +185,8 @@ async def run_doctor(settings: Settings) -> int:
     print(f"vector index: {settings.vector_index} {settings.qdrant_url or settings.resolved_qdrant_path or '(memory)'}")
     print(f"embedder: {settings.embedder} model={settings.model_name} dim={settings.embedding_dim or 'model default'}")
     async with opened(settings) as container:
-        async with service_beside(container) as service:  # held until the index opened here is closed
-            problems = await _doctor(container, service)
+        service = await service_beside(container)
+        problems = await _doctor(container, service)
     if problems is None:
         return 1
     for problem in problems:
@@ -236,12 +225,12 @@ async def _doctor(container, service: RunningService | None) -> list[str] | None
 async def collect_stats(settings: Settings) -> dict[str, Any]:
     async with opened(settings) as container:
         store = await container.store_resource()
-        async with service_beside(container) as service:  # held until the index opened here is closed
-            counts = await store.operations.counts()
-            backlog = await store.outbox.backlog()
-            report = await index_report(container, service)
-            vectors = {name: entry.get("points", entry["state"] if entry.get("held") else f"unavailable: {entry.get('state')}")
-                       for name, entry in report["collections"].items()}
-            return {"rows": counts, "bytes": await store.operations.sizes(), "vectors": vectors, "index": report,
-                    "backlog": {"pending": backlog.pending, "failing": backlog.failing,
-                                "oldest": backlog.oldest_created_at, "lastError": backlog.last_error}}
+        service = await service_beside(container)
+        counts = await store.operations.counts()
+        backlog = await store.outbox.backlog()
+        report = await index_report(container, service)
+        vectors = {name: entry.get("points", entry["state"] if entry.get("held") else f"unavailable: {entry.get('state')}")
+                   for name, entry in report["collections"].items()}
+        return {"rows": counts, "bytes": await store.operations.sizes(), "vectors": vectors, "index": report,
+                "backlog": {"pending": backlog.pending, "failing": backlog.failing,
+                            "oldest": backlog.oldest_created_at, "lastError": backlog.last_error}}

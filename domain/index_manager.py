@@ -135,7 +135,7 @@ class IndexManager(Verification, StoreSource):
 
     async def close(self) -> None:
         """Stop the background task; a build in progress is abandoned (the next start drops it).
-        The maintenance lock goes with it."""
+        The maintenance lock stays held: its owner lets it go once the index itself is closed."""
         if self._task is not None:
             self._task.cancel()
             try:
@@ -143,8 +143,6 @@ class IndexManager(Verification, StoreSource):
             except (asyncio.CancelledError, Exception):
                 pass
             self._task = None
-        if self._maintenance is not None:
-            await self._maintenance.release()
         self.maintaining = False
 
     async def _follow(self) -> None:

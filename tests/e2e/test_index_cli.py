@@ -8,7 +8,6 @@ import socket
 from collections.abc import Iterator
 
 import httpx
-import pytest
 
 from tests.e2e.test_index_healing import FAST, load
 from tests.support.process import wait_for_index

@@ -19,11 +19,15 @@ from tests.unit.test_index_manager import DIM, World, switched
 BACKENDS = [pytest.param(InMemoryVectorIndex, id="memory"), pytest.param(QdrantServerIndex.in_memory, id="server-local")]
 
 
-def managers(world: World, embedder: FakeEmbedder, n: int = 2) -> list[IndexManager]:
-    """``n`` managers over one store and index, as ``n`` worker processes have them."""
+def managers(world: World, embedder: FakeEmbedder) -> tuple[IndexManager, IndexManager, InMemoryMaintenanceLock]:
+    """Two managers over one store and index, as two worker processes have them, and the first's
+    lock handle (its process lets it go at shutdown, once the index is closed)."""
     cell = LockCell()
-    return [IndexManager(world.index, world.catalog, world.store, embedder, "fake", lock=InMemoryMaintenanceLock(cell),
-                         verify_seconds=0.05, check_seconds=0.01) for _ in range(n)]
+    first_lock = InMemoryMaintenanceLock(cell)
+    first, second = (IndexManager(world.index, world.catalog, world.store, embedder, "fake", lock=lock,
+                                  verify_seconds=0.05, check_seconds=0.01)
+                     for lock in (first_lock, InMemoryMaintenanceLock(cell)))
+    return first, second, first_lock
 
 
 async def until(predicate, rounds: int = 2000):
@@ -37,7 +41,7 @@ async def until(predicate, rounds: int = 2000):
 @pytest.mark.parametrize("backend", BACKENDS)
 async def test_one_manager_maintains_and_the_other_follows_its_generations(backend) -> None:
     world, embedder = World(backend()), FakeEmbedder(DIM)
-    first, second = managers(world, embedder)
+    first, second, first_lock = managers(world, embedder)
     await first.start()
     await world.add(6)
     await world.drain(first, embedder)
@@ -62,13 +66,15 @@ async def test_one_manager_maintains_and_the_other_follows_its_generations(backe
 @pytest.mark.parametrize("backend", BACKENDS)
 async def test_a_follower_takes_the_maintenance_over_when_the_holder_goes(backend) -> None:
     world, embedder = World(backend()), FakeEmbedder(DIM)
-    first, second = managers(world, embedder)
+    first, second, first_lock = managers(world, embedder)
     await first.start()
     await world.add(4)
     await world.drain(first, embedder)
     await second.start()
     second.run()
-    await first.close()  # the holder stops (a dead process's flock is dropped the same way)
+    await first.close()
+    assert not second.maintaining  # the lock is still held: the first process has not let it go
+    await first_lock.release()  # its process shut down (the kernel drops a dead process's flock the same way)
     await until(lambda: second.maintaining)
     second.request_rebuild("episodes", "a test")
     status = await switched(second)
