@@ -78,8 +78,8 @@ async def _recorded_report(container, service: RunningService) -> dict[str, Any]
     state = f"held by {service.describe()}; its status does not answer now"
     report = {name: {"rows": rows.get(name, 0), "generation": g.physical if (g := active.get(name)) else None,
                      "model": g.model.describe() if g else None, "state": state, "held": True} for name in COLLECTIONS}
-    return {"status": f"running ({service.describe()}): its index status does not answer now (its /health "
-                      "or index socket); counts from the store only", "collections": report}
+    return {"status": f"running ({service.describe()}): its index status does not answer now (its /health); "
+                      "counts from the store only", "collections": report}
 
 
 async def _offline_index_report(container) -> dict[str, Any]:
