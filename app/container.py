@@ -164,10 +164,11 @@ def _service_metrics(indexing):
     return metrics
 
 
-def _embedding_worker(indexing, batch: int):
+def _embedding_worker(indexing, batch: int, manager):
     from app.worker import EmbeddingWorker
 
-    return EmbeddingWorker(indexing, batch=batch)
+    # One process per store drains the outbox: the one maintaining the index (app.worker).
+    return EmbeddingWorker(indexing, batch=batch, drains=lambda: getattr(manager, "maintaining", True))
 
 
 class Container(containers.DeclarativeContainer):
@@ -253,7 +254,8 @@ class Container(containers.DeclarativeContainer):
     context = providers.Singleton(ContextService, store, search)
     history = providers.Singleton(HistoryService, store)
     events = providers.Singleton(EventService, store)
-    worker = providers.Singleton(_embedding_worker, indexing, providers.Callable(_setting("worker_batch"), settings))
+    worker = providers.Singleton(_embedding_worker, indexing, providers.Callable(_setting("worker_batch"), settings),
+                                 index_manager)
     health = providers.Singleton(_health_monitor, __self__)
 
     # -- lifecycles: awaiting one hands its object over to the container, which closes it at
