@@ -32,7 +32,7 @@ from app.routes.retrieval import RetrievalController
 from app.routes.sessions import SessionController
 from app.routes.summaries import SummaryController
 from app.routes.users import UserController
-from app.serving import single_process_reason
+from app.serving import resolve_workers, single_process_reason
 from app.startup import report_embedder, report_store_and_index
 from domain.errors import EmbeddingError, Invalid
 
@@ -90,7 +90,7 @@ def create_app(settings: Settings, container: Container | None = None, *, servin
     install_request_id_filter("nexusai.errors", "nexusai.app")
     warn_if_exposed(settings)
     # Sessions kept in one worker's memory would be unknown to the others.
-    several = settings.workers != 1 and single_process_reason(settings) is None
+    several = single_process_reason(settings) is None and resolve_workers(settings) > 1
     mcp_endpoint, mcp_sessions = mounted_mcp(container, settings, notify, stateless=several)
 
     @asynccontextmanager
