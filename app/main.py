@@ -20,8 +20,6 @@ from app.head_requests import HeadAsGet
 from app.hot_routes import HOT_FAILURE, HotRoutes
 from app.health import HEALTH_ROUTES
 from app.health_gate import HealthGate
-from app.index_role import WorkerCollector, attach_index_role
-from app.maintenance import claim_index
 from app.mcp_server import MCP_PATH, mounted as mounted_mcp
 from app.metrics import metrics
 from app.middleware import ApiKeyGate, JsonBodiesOnly, RequestObserver, install_request_id_filter
@@ -34,6 +32,7 @@ from app.routes.retrieval import RetrievalController
 from app.routes.sessions import SessionController
 from app.routes.summaries import SummaryController
 from app.routes.users import UserController
+from app.serving import resolve_workers, single_process_reason
 from app.startup import report_embedder, report_store_and_index
 from domain.errors import EmbeddingError, Invalid
 
@@ -76,41 +75,36 @@ def check_configuration(container: Container) -> None:
         raise ConfigError("EMBEDDING_DIM", f"is {settings.embedding_dim} but the embedder gives {dimension}")
 
 
-def create_app(settings: Settings, container: Container | None = None, *, workers: int = 1,
-               index_host: bool = False, serving: bool = False) -> Litestar:
+def create_app(settings: Settings, container: Container | None = None, *, serving: bool = False) -> Litestar:
     """Build the app for ``settings``: a fresh container (or the one given, for tests), every
-    route, the error table, and a lifespan that opens the stores, ensures the vector collections,
-    and runs the embedding worker until shutdown. With ``index_host`` (``serve`` on a SQLite file)
-    the vector index and the embedding worker live in the index host process (``app.index_host``)
-    and this process follows it; otherwise, with ``workers`` > 1, they belong to the worker that
-    wins the owner election (``app.index_role``), and with one, to this process. ``serving``: the
-    app is this process's one app for its lifetime (``serve``), so once started its heap is
-    settled for the garbage collector (``app.heap``); tests leave it alone."""
+    route, the error table, and a lifespan that opens the stores, the vector index and its manager,
+    and runs the embedding worker until shutdown, all in this process. Where ``WORKERS`` processes
+    serve one store (``app.serving``), each runs its own; the store's maintenance lock lets one at a
+    time verify, repair and rebuild the index. ``serving``: the app is this process's one app for
+    its lifetime (``serve``), so once started its heap is settled for the garbage collector
+    (``app.heap``); tests leave it alone."""
     container = container or build_container(settings)
     check_configuration(container)
-    # Before anything builds a service: they must get this worker's view of the index.
-    role = attach_index_role(container, settings, may_own=not index_host) if workers > 1 or index_host else None
     worker, service_metrics, monitor = container.worker(), container.metrics(), container.health()
-    notify = worker.notify if role is None else role.notify
+    notify = worker.notify
     install_request_id_filter("nexusai.errors", "nexusai.app")
     warn_if_exposed(settings)
-    mcp_endpoint, mcp_sessions = mounted_mcp(container, settings, notify, stateless=workers > 1)
+    # Sessions kept in one worker's memory would be unknown to the others.
+    several = single_process_reason(settings) is None and resolve_workers(settings) > 1
+    mcp_endpoint, mcp_sessions = mounted_mcp(container, settings, notify, stateless=several)
 
     @asynccontextmanager
     async def lifespan(app: Litestar):
         # What the container is handed here it closes at shutdown, most dependent first.
-        embedder_report = index_claim = None
+        embedder_report = None
         try:
             await container.store_resource()
             (await container.embedder_resource()).start()  # a model loads in the background; /health says "starting"
-            if role is None:
-                # The owner lock WORKERS > 1 elects on: the CLI beside this process sees it runs.
-                index_claim = claim_index(settings)
-                manager = await container.index_manager_resource()
-                await manager.start()  # never waits for a build: derived data does not hold up start-up
-                manager.run()
-            else:  # the owner opens the index and runs the worker; the others follow it
-                await container.worker_running()
+            manager = await container.index_manager_resource()
+            # Never waits for a build: derived data does not hold up start-up. It takes the store's
+            # maintenance lock, which tells the CLI beside this process that a service runs.
+            await manager.start()
+            manager.run()
             await report_store_and_index(container)
             embedder_report = asyncio.create_task(report_embedder(container), name="embedder start-up report")
             if serving:  # an in-process model loads after start-up: settle again once it has (app.heap)
@@ -127,8 +121,6 @@ def create_app(settings: Settings, container: Container | None = None, *, worker
             if embedder_report is not None:
                 embedder_report.cancel()
             await shutdown(container)
-            if index_claim is not None:
-                index_claim.release()
 
     event_feed = container.events()
 
@@ -182,8 +174,6 @@ def create_app(settings: Settings, container: Container | None = None, *, worker
     admission = PatientAdmission(RequestObserver(handler, service_metrics), settings.max_in_flight, ADMISSION_EXEMPT,
                                  max_body=settings.max_body_bytes)
     service_metrics.watch_admission(admission)
-    if role is not None:
-        service_metrics.add_collector(WorkerCollector(role))
     # Outermost: health probes are answered from the monitor's snapshot before any other work.
     app.asgi_handler = HealthGate(admission, monitor, settings.memory_api_key, service_metrics)
     return app

@@ -51,7 +51,7 @@ def test_sqlite_path_is_required_unless_a_default_is_given():
 
 @pytest.mark.parametrize(("variable", "value"), [("WEIGHTED_ALPHA", "1.5"), ("MMR_LAMBDA", "2"), ("PORT", "x"),
                                                  ("EMBEDDING_BATCH", "0"), ("STORE", "postgres"),
-                                                 ("VECTOR_QUERY_TIMEOUT", "0")])
+                                                 ("WORKERS", "-1")])
 def test_a_bad_value_is_reported_under_its_own_variable(variable, value):
     with pytest.raises(ConfigError) as raised:
         _settings(**{variable: value})

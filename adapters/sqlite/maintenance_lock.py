@@ -1,9 +1,10 @@
-"""Which worker process owns the vector index: an ``flock`` on a file beside the store.
+"""``SqliteMaintenanceLock``: who maintains the vector index of a SQLite store, by ``flock``.
 
-The holder opens the index (an embedded engine has one opener only), runs the embedding worker
-and serves the others over the index socket. The kernel drops the lock when the holder dies, even
-by ``kill -9``, so a survivor's next ``try_acquire`` wins and takes the role over. The file holds
-the owner's pid for people reading it; the lock, not the text, is what counts.
+The lock is an ``flock`` on ``<SQLITE_PATH>.lock``, not on the database file: SQLite's own locks
+are POSIX record locks, which a process loses when it closes *any* descriptor of the file, so a
+descriptor of our own on the database could silently drop them. The kernel releases an ``flock``
+when its holder dies, even by ``kill -9``. The file holds the holder's pid for people and
+messages; the lock, not the text, is what counts.
 """
 
 from __future__ import annotations
@@ -13,18 +14,19 @@ import fcntl
 import os
 from pathlib import Path
 
+SUFFIX = ".lock"
 
-class OwnerLock:
-    def __init__(self, path: str | Path) -> None:
-        self.path = str(path)
+
+class SqliteMaintenanceLock:
+    def __init__(self, database_path: str | Path) -> None:
+        self.path = f"{database_path}{SUFFIX}"
         self._fd: int | None = None
 
     @property
     def held(self) -> bool:
         return self._fd is not None
 
-    def try_acquire(self) -> bool:
-        """Take the lock without waiting; True when this process now holds it (or already did)."""
+    async def try_acquire(self) -> bool:
         if self._fd is not None:
             return True
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
@@ -41,14 +43,13 @@ class OwnerLock:
         self._fd = fd
         return True
 
-    def holder(self) -> int | None:
-        """The pid the current (or last) owner wrote, for messages; None when unknown."""
+    async def holder(self) -> int | None:
         try:
             return int(Path(self.path).read_text().strip() or 0) or None
         except (OSError, ValueError):
             return None
 
-    def release(self) -> None:
+    async def release(self) -> None:
         fd, self._fd = self._fd, None
         if fd is not None:
             with contextlib.suppress(OSError):
