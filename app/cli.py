@@ -105,7 +105,6 @@ def serve(
 def _serve(settings: Settings, stack: contextlib.ExitStack, index_host) -> None:
     import uvicorn
 
-    from app.health_gate import HealthFirstProtocol
     from app.main import create_app
     from app.serving import check_before_spawning, resolve_workers, run_supervisor
 
@@ -126,8 +125,7 @@ def _serve(settings: Settings, stack: contextlib.ExitStack, index_host) -> None:
     if index_host is not None:  # the store is open and migrated: the host may open it too
         stack.callback(index_host(settings).start().stop)  # stopped after the HTTP side drained
     # log_config=None: uvicorn's loggers go through app.logs (JSON when asked), not its own handlers.
-    # HealthFirstProtocol: uvicorn's httptools protocol, answering health probes as they are parsed.
-    options = dict(log_level=settings.log_level, log_config=None, loop="uvloop", http=HealthFirstProtocol,
+    options = dict(log_level=settings.log_level, log_config=None, loop="uvloop", http="httptools",
                    access_log=False, timeout_graceful_shutdown=10, proxy_headers=settings.forwarded_allow_ips is not None,
                    forwarded_allow_ips=settings.forwarded_allow_ips)
     if app is None:

@@ -77,7 +77,7 @@ def host_main(settings: Settings, parent: int) -> None:
 async def _own_until_stopped(settings: Settings) -> None:
     from app.container import build_container, shutdown
     from app.index_role import attach_index_role
-    from app.startup import settle_heap_once_loaded
+    from app.startup import freeze_heap_once_loaded
 
     loop = asyncio.get_running_loop()
     stopping = asyncio.Event()
@@ -91,8 +91,8 @@ async def _own_until_stopped(settings: Settings) -> None:
         role = attach_index_role(container, settings)
         container.metrics()  # the embed counters count into the shared metrics files
         await role.own()
-        heap.settle()  # start-up's objects out of every later collection (app.heap)
-        settling = asyncio.create_task(settle_heap_once_loaded(container.embedder()))  # and the model's
+        heap.freeze_start_up()  # start-up's objects out of every later collection (app.heap)
+        settling = asyncio.create_task(freeze_heap_once_loaded(container.embedder()))  # and the model's
         await stopping.wait()
         settling.cancel()
     finally:
