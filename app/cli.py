@@ -96,7 +96,6 @@ def serve(
 def _serve(settings: Settings) -> None:
     import uvicorn
 
-    from app.health_gate import HealthFirstProtocol
     from app.serving import check_before_spawning, resolve_workers, run_workers, shared_metrics_dir
 
     try:
@@ -116,8 +115,7 @@ def _serve(settings: Settings) -> None:
         typer.echo(f"start-up failed: {exc}", err=True)
         raise typer.Exit(1) from None
     # log_config=None: uvicorn's loggers go through app.logs (JSON when asked), not its own handlers.
-    # HealthFirstProtocol: uvicorn's httptools protocol, answering health probes as they are parsed.
-    options = dict(log_level=settings.log_level, log_config=None, loop="uvloop", http=HealthFirstProtocol,
+    options = dict(log_level=settings.log_level, log_config=None, loop="uvloop", http="httptools",
                    access_log=False, timeout_graceful_shutdown=10, proxy_headers=settings.forwarded_allow_ips is not None,
                    forwarded_allow_ips=settings.forwarded_allow_ips)
     # uvicorn re-raises a SIGTERM once its graceful shutdown is done; with the default handler the

@@ -10,26 +10,26 @@ from contextlib import asynccontextmanager
 from litestar import Litestar, Request
 from litestar.config.cors import CORSConfig
 from litestar.datastructures import State
+from litestar.exceptions import MethodNotAllowedException, NotFoundException
 
 from app import heap
 from app.config import ConfigError, Settings
 from app.container import Container, build_container, shutdown
 from app.docs import DOCS_PATHS, docs_asset, open_operations, openapi_config
 from app.errors import EXCEPTION_HANDLERS
-from app.head_requests import HeadAsGet
-from app.hot_routes import HOT_FAILURE, HotRoutes
+from app.gates import RequestGates, observer
 from app.health import HEALTH_ROUTES
-from app.health_gate import HealthGate
-from app.mcp_server import MCP_PATH, mounted as mounted_mcp
+from app.mcp_server import mounted as mounted_mcp
 from app.metrics import metrics
-from app.middleware import ApiKeyGate, JsonBodiesOnly, RequestObserver, install_request_id_filter
+from app.middleware import install_request_id_filter
 from app.overload import PatientAdmission
-from app.routes.deps import dependencies, ids_are_digits
+from app.routes.deps import dependencies
 from app.routes.changes import EventController, HistoryController, set_actor
 from app.routes.entities import EntityController, RelationshipController
 from app.routes.episodes import EpisodeController
 from app.routes.retrieval import RetrievalController
 from app.routes.sessions import SessionController
+from app.routes.strict import strict_input
 from app.routes.summaries import SummaryController
 from app.routes.users import UserController
 from app.serving import resolve_workers, single_process_reason
@@ -81,7 +81,7 @@ def create_app(settings: Settings, container: Container | None = None, *, servin
     and runs the embedding worker until shutdown, all in this process. Where ``WORKERS`` processes
     serve one store (``app.serving``), each runs its own; the store's maintenance lock lets one at a
     time verify, repair and rebuild the index. ``serving``: the app is this process's one app for
-    its lifetime (``serve``), so once started its heap is settled for the garbage collector
+    its lifetime (``serve``), so once started its heap is frozen for the garbage collector
     (``app.heap``); tests leave it alone."""
     container = container or build_container(settings)
     check_configuration(container)
@@ -107,14 +107,14 @@ def create_app(settings: Settings, container: Container | None = None, *, servin
             manager.run()
             await report_store_and_index(container)
             embedder_report = asyncio.create_task(report_embedder(container), name="embedder start-up report")
-            if serving:  # an in-process model loads after start-up: settle again once it has (app.heap)
-                embedder_report.add_done_callback(lambda report: report.cancelled() or heap.settle())
+            if serving:  # an in-process model loads after start-up: freeze again once it has (app.heap)
+                embedder_report.add_done_callback(lambda report: report.cancelled() or heap.freeze_start_up())
             await container.worker_running()  # started unless EMBEDDING_WORKER=false
             await container.health_running()
             await container.expiry_running()  # purges expired records every EXPIRY_SWEEP_SECONDS
             async with mcp_sessions.run():
                 if serving:
-                    heap.settle()
+                    heap.freeze_start_up()
                 yield
         finally:
             event_feed.close()  # long-polls still waiting answer now
@@ -126,22 +126,21 @@ def create_app(settings: Settings, container: Container | None = None, *, servin
 
     async def before_request(request: Request) -> None:
         # One hook rather than a guard: Litestar copies the route handler for every guard call.
-        # The id check first, as a guard would have run it: an unknown path answers 404 before
-        # anything else about the request is judged.
-        await ids_are_digits(request, request.route_handler)
+        # Strict input first (path ids, then query and body), as a guard would have run it: an id
+        # that is not plain digits answers 404 before anything else about the request is judged.
+        await strict_input(request, request.route_handler)
         await set_actor(request)
-        failed = request.scope.pop(HOT_FAILURE, None)  # type: ignore[misc]
-        if failed is not None:  # the hot route's handler raised it: answered as its own failure
-            raise failed
-
-    def after_write() -> None:
-        notify()
-        event_feed.notify()  # long-polls wake at once (other processes' writes: within POLL_SECONDS)
 
     async def after_response(request: Request) -> None:  # async: a sync hook costs a thread hop
         if request.method != "GET":
-            after_write()
+            notify()
+            event_feed.notify()  # long-polls wake at once (other processes' writes: within POLL_SECONDS)
 
+    # Admission control counts for the whole app (one instance); /health and the other exempt
+    # paths pass it, so an overloaded service can still say how it is.
+    admission = PatientAdmission(None, settings.max_in_flight, ADMISSION_EXEMPT, max_body=settings.max_body_bytes)
+    gates = RequestGates(api_key=settings.memory_api_key, open_paths=OPEN_PATHS, admission=admission,
+                         metrics=service_metrics)
     app = Litestar(
         route_handlers=[
             *HEALTH_ROUTES, SessionController, EpisodeController, EntityController, RelationshipController,
@@ -149,8 +148,13 @@ def create_app(settings: Settings, container: Container | None = None, *, servin
             docs_asset, mcp_endpoint,
         ],
         dependencies=dependencies(container),
-        exception_handlers=EXCEPTION_HANDLERS,
-        state=State({"container": container, "worker": worker, "health": monitor, "metrics": service_metrics}),
+        # The router's own 404 and 405 pass no middleware: the gates answer them (401 without the key; HEAD).
+        exception_handlers={**EXCEPTION_HANDLERS, NotFoundException: gates.unrouted,
+                            MethodNotAllowedException: gates.unrouted},
+        middleware=[gates],
+        before_send=[observer(service_metrics)],
+        state=State({"container": container, "worker": worker, "health": monitor, "metrics": service_metrics,
+                     "admission": admission}),
         lifespan=[lifespan],
         before_request=before_request,
         after_response=after_response,
@@ -164,16 +168,5 @@ def create_app(settings: Settings, container: Container | None = None, *, servin
         logging_config=None,  # app.logs configures logging; Litestar's default would replace its root handler
     )
     open_operations(app, OPEN_PATHS)
-    # Gates run before routing. Admission control is outermost: under overload a refusal must
-    # cost as little as possible (no request id, no log line; it has its own counter). Inside it
-    # the observer sees unrouted and refused-by-gate requests and the final status of the rest.
-    # The hottest plain requests skip Litestar's per-request machinery (app.hot_routes), inside every gate.
-    hot = HotRoutes(app.asgi_handler, app, max_body=settings.max_body_bytes, after_write=after_write)
-    handler = JsonBodiesOnly(HeadAsGet(hot, passthrough=(MCP_PATH,)))
-    handler = ApiKeyGate(handler, settings.memory_api_key, OPEN_PATHS, cors=bool(settings.cors_origins))
-    admission = PatientAdmission(RequestObserver(handler, service_metrics), settings.max_in_flight, ADMISSION_EXEMPT,
-                                 max_body=settings.max_body_bytes)
     service_metrics.watch_admission(admission)
-    # Outermost: health probes are answered from the monitor's snapshot before any other work.
-    app.asgi_handler = HealthGate(admission, monitor, settings.memory_api_key, service_metrics)
     return app

@@ -348,7 +348,7 @@ async def run(settings: Settings, transport: Transport, host: str, port: int) ->
         manager.run()
         worker = await container.worker_running()  # started unless EMBEDDING_WORKER=false
         server = build_server(container, worker.notify)
-        heap.settle()  # a long-running server too: start-up's objects out of every later collection
+        heap.freeze_start_up()  # a long-running server too: start-up's objects out of every later collection
         if transport == "stdio":
             await server.run_stdio_async()
         else:

@@ -9,7 +9,6 @@ from litestar.openapi import ResponseSpec
 from litestar.openapi.spec import Example
 from litestar.params import Parameter, QueryParameter
 
-from app.routes.strict import strict_input
 from app.schemas import ErrorBody, wire_timestamp
 from domain.errors import Invalid
 from domain.feed import EventService, HistoryService
@@ -55,11 +54,6 @@ def as_of_param(value: str | None) -> str | None:
         return wire_timestamp(value, "asOf")
     except ValueError as exc:
         raise Invalid(str(exc), field="asOf") from None
-
-
-# The guard of every route (app.main names it ``ids_are_digits``, its first job): path ids, query
-# parameters and JSON bodies, strictly (app.routes.strict).
-ids_are_digits = strict_input
 
 
 # The `_service` suffix is load-bearing: Litestar treats a validation error whose key equals a
