@@ -12,12 +12,16 @@ from litestar.status_codes import HTTP_500_INTERNAL_SERVER_ERROR
 
 from app.middleware import CLIENT_CLOSED, DISCONNECTED
 from app.schemas import ErrorBody
-from domain.errors import Conflict, DomainError, EmbeddingError, Invalid, NotFound, Unavailable, VectorIndexError
+from domain.errors import (
+    Conflict, DomainError, EmbeddingError, Forbidden, Invalid, NotFound, Unauthorized, Unavailable, VectorIndexError,
+)
 
 log = logging.getLogger("nexusai.errors")
 
 DOMAIN_STATUS: dict[type[DomainError], int] = {
     NotFound: 404,
+    Unauthorized: 401,
+    Forbidden: 403,
     Conflict: 409,
     Invalid: 400,
     Unavailable: 503,
@@ -25,7 +29,7 @@ DOMAIN_STATUS: dict[type[DomainError], int] = {
     VectorIndexError: 503,
 }
 
-HTTP_CODES = {400: "bad_request", 401: "unauthorized", 404: "not_found", 405: "method_not_allowed",
+HTTP_CODES = {400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found", 405: "method_not_allowed",
               409: "conflict", 413: "payload_too_large", 415: "unsupported_media_type", 429: "too_many_requests",
               503: "unavailable"}
 
