@@ -12,23 +12,25 @@ from litestar.config.cors import CORSConfig
 from litestar.datastructures import State
 
 from app import heap
+from app.auth import KeyAuthentication, allowed_mcp_hosts
 from app.config import ConfigError, Settings
 from app.container import Container, build_container, shutdown
-from app.docs import DOCS_PATHS, docs_asset, open_operations, openapi_config
+from app.docs import DOCS_PATHS, SCHEMA_PATH, docs_asset, open_operations, openapi_config
 from app.errors import EXCEPTION_HANDLERS
 from app.head_requests import HeadAsGet
-from app.hot_routes import HOT_FAILURE, HotRoutes
+from app.hot_routes import HOT_FAILURE
 from app.health import HEALTH_ROUTES
 from app.health_gate import HealthGate
 from app.index_role import WorkerCollector, attach_index_role
 from app.maintenance import claim_index
 from app.mcp_server import MCP_PATH, mounted as mounted_mcp
 from app.metrics import metrics
-from app.middleware import ApiKeyGate, JsonBodiesOnly, RequestObserver, install_request_id_filter
+from app.middleware import JsonBodiesOnly, RequestObserver, install_request_id_filter
 from app.overload import PatientAdmission
 from app.routes.deps import dependencies, ids_are_digits
 from app.routes.changes import EventController, HistoryController, set_actor
 from app.routes.entities import EntityController, RelationshipController
+from app.routes.keys import KeyController
 from app.routes.episodes import EpisodeController
 from app.routes.retrieval import RetrievalController
 from app.routes.sessions import SessionController
@@ -36,6 +38,7 @@ from app.routes.summaries import SummaryController
 from app.routes.users import UserController
 from app.startup import report_embedder, report_store_and_index
 from domain.errors import EmbeddingError, Invalid
+from domain.scoped import Services
 
 log = logging.getLogger("nexusai.app")
 
@@ -74,6 +77,17 @@ def check_configuration(container: Container) -> None:
         raise ConfigError("EMBEDDING_DIM", exc.message) from None
     if settings.embedding_dim is not None and dimension != settings.embedding_dim:
         raise ConfigError("EMBEDDING_DIM", f"is {settings.embedding_dim} but the embedder gives {dimension}")
+
+
+def key_authentication(container: Container, settings: Settings) -> KeyAuthentication:
+    """The door of every route (app.auth): keys to principals, and the services as each sees them."""
+    plain = Services(container.sessions(), container.episodes(), container.entities(), container.summaries(),
+                     container.users(), container.search(), container.context(), container.history(),
+                     container.events())
+    return KeyAuthentication(container.authenticator(), plain, open_paths=OPEN_PATHS,
+                             open_prefixes=(f"{SCHEMA_PATH}/",), metrics_path="/metrics",
+                             admin_prefix="/admin", mcp_path=MCP_PATH,
+                             mcp_hosts=allowed_mcp_hosts(settings.mcp_allowed_hosts, settings.host))
 
 
 def create_app(settings: Settings, container: Container | None = None, *, workers: int = 1,
@@ -154,11 +168,13 @@ def create_app(settings: Settings, container: Container | None = None, *, worker
         route_handlers=[
             *HEALTH_ROUTES, SessionController, EpisodeController, EntityController, RelationshipController,
             SummaryController, UserController, RetrievalController, HistoryController, EventController, metrics,
-            docs_asset, mcp_endpoint,
+            docs_asset, mcp_endpoint, KeyController,
         ],
+        middleware=[key_authentication(container, settings)],
         dependencies=dependencies(container),
         exception_handlers=EXCEPTION_HANDLERS,
-        state=State({"container": container, "worker": worker, "health": monitor, "metrics": service_metrics}),
+        state=State({"container": container, "worker": worker, "health": monitor, "metrics": service_metrics,
+                     "authenticator": container.authenticator()}),
         lifespan=[lifespan],
         before_request=before_request,
         after_response=after_response,
@@ -176,9 +192,7 @@ def create_app(settings: Settings, container: Container | None = None, *, worker
     # cost as little as possible (no request id, no log line; it has its own counter). Inside it
     # the observer sees unrouted and refused-by-gate requests and the final status of the rest.
     # The hottest plain requests skip Litestar's per-request machinery (app.hot_routes), inside every gate.
-    hot = HotRoutes(app.asgi_handler, app, max_body=settings.max_body_bytes, after_write=after_write)
-    handler = JsonBodiesOnly(HeadAsGet(hot, passthrough=(MCP_PATH,)))
-    handler = ApiKeyGate(handler, settings.memory_api_key, OPEN_PATHS, cors=bool(settings.cors_origins))
+    handler = JsonBodiesOnly(HeadAsGet(app.asgi_handler, passthrough=(MCP_PATH,)))
     admission = PatientAdmission(RequestObserver(handler, service_metrics), settings.max_in_flight, ADMISSION_EXEMPT,
                                  max_body=settings.max_body_bytes)
     service_metrics.watch_admission(admission)

@@ -307,9 +307,8 @@ def mounted(container: Container, settings: Settings, wrote: Callable[[], None],
     server = build_server(container, wrote)
     server.streamable_http_app(streamable_http_path=MCP_PATH, host=settings.host,  # creates the session manager
                                stateless_http=stateless)
+    # Keys are checked by the REST app's door (app.auth), which /mcp passes like every route.
     app: Any = StreamableHTTPASGIApp(server.session_manager)
-    if settings.memory_api_key:
-        app = BearerGate(app, settings.memory_api_key)
 
     @asgi(MCP_PATH, is_mount=True, copy_scope=True)
     async def mcp_endpoint(scope: Any, receive: Any, send: Any) -> None:

@@ -60,11 +60,16 @@ class Principal:
     agent_id: str | None = None
     rate_limit: float | None = None
     global_read: bool = True
+    authenticated: bool = True  # False: a service with no key configured, where nobody is identified
     name: str = field(default="", compare=False)
 
     @property
     def bound(self) -> bool:
         return self.user_id is not None
+
+    @property
+    def unrestricted(self) -> bool:
+        return not self.bound and self.scopes >= frozenset(SCOPES)
 
     @property
     def actor(self) -> str:
@@ -79,6 +84,7 @@ class Principal:
 
 # The bootstrap key (MEMORY_API_KEY) and a service with no key configured act with every scope.
 ADMIN_PRINCIPAL = Principal(frozenset(SCOPES))
+OPEN_PRINCIPAL = Principal(frozenset(SCOPES), authenticated=False)
 
 
 def hash_key(secret: str) -> str:

@@ -1,0 +1,85 @@
+"""``/admin/keys``: create, list and revoke API keys (the ``admin`` scope only: app.auth)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+import msgspec
+from litestar import Controller, Request, delete, get, post
+
+from app.routes.deps import PathId, errors
+from app.schemas import Body, Camel
+from domain.access import MAX_RATE
+from domain.keys import KeyService
+from domain.limits import MAX_NAME
+
+Name = Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_NAME)]
+Scope = Literal["read", "write", "forget", "admin"]
+
+
+class CreateKeyBody(Body):
+    name: Name
+    scopes: Annotated[list[Scope], msgspec.Meta(min_length=1, max_length=4)] = msgspec.field(
+        default_factory=lambda: ["read", "write"])
+    user_id: Name | None = None
+    agent_id: Name | None = None
+    expires_at: Annotated[str, msgspec.Meta(max_length=64)] | None = None
+    rate_limit: Annotated[float, msgspec.Meta(ge=0, le=MAX_RATE)] | None = None
+    global_read: bool = True
+
+
+class KeyOut(Camel):
+    id: int
+    name: str
+    scopes: list[str]
+    user_id: str | None
+    agent_id: str | None
+    expires_at: str | None
+    rate_limit: float | None
+    global_read: bool
+    created_at: str
+    last_used_at: str | None
+    revoked_at: str | None
+
+
+class CreatedKeyOut(KeyOut):
+    key: str  # the secret: shown in this answer only
+
+
+def key_out(key, cls=KeyOut, **extra) -> KeyOut:
+    return cls(id=key.id, name=key.name, scopes=list(key.scopes), user_id=key.user_id, agent_id=key.agent_id,
+               expires_at=key.expires_at, rate_limit=key.rate_limit, global_read=key.global_read,
+               created_at=key.created_at, last_used_at=key.last_used_at, revoked_at=key.revoked_at, **extra)
+
+
+def _forget_cached(request: Request) -> None:
+    # A key created or revoked here counts at once in this process (others: within KEY_CACHE_SECONDS).
+    authenticator = request.app.state.get("authenticator")
+    if authenticator is not None:
+        authenticator.forget()
+
+
+class KeyController(Controller):
+    path = "/admin/keys"
+    tags = ["admin"]
+
+    @post("/", summary="Create an API key; the answer shows its secret once", status_code=201,
+          responses=errors(400, 403, 413),
+          description="`userId` (and `agentId`) bind the key to an owner: it then sees and changes only that "
+                      "owner's records. `scopes`: read, write, forget, admin (admin: unbound keys only).")
+    async def create(self, request: Request, data: CreateKeyBody, key_service: KeyService) -> CreatedKeyOut:
+        issued = await key_service.create(data.name, scopes=data.scopes, user_id=data.user_id,
+                                          agent_id=data.agent_id, expires_at=data.expires_at,
+                                          rate_limit=data.rate_limit, global_read=data.global_read)
+        _forget_cached(request)
+        return key_out(issued.key, CreatedKeyOut, key=issued.secret)
+
+    @get("/", summary="Every API key (never a secret)", responses=errors(403))
+    async def list_all(self, key_service: KeyService) -> list[KeyOut]:
+        return [key_out(k) for k in await key_service.list()]
+
+    @delete("/{key_id:str}", summary="Revoke an API key", status_code=200, responses=errors(400, 403, 404))
+    async def revoke(self, request: Request, key_id: PathId, key_service: KeyService) -> KeyOut:
+        revoked = await key_service.revoke(key_id)
+        _forget_cached(request)
+        return key_out(revoked)
