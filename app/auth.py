@@ -182,6 +182,13 @@ def _header(scope: Scope, name: bytes) -> str | None:
     return None
 
 
+def _mount_path(scope: Scope) -> str:
+    """A mounted app's route (``/mcp``) has no template and its path is cut to the rest: its
+    handler's own path names it."""
+    handler: Any = scope.get("route_handler")
+    return next(iter(getattr(handler, "paths", ()) or ()), scope["path"])
+
+
 def _token(scope: Scope) -> str | None:
     raw = _header(scope, b"authorization")
     if raw is None:
@@ -213,7 +220,7 @@ class KeyAuthentication(ASGIMiddleware):
     async def handle(self, scope: Scope, receive: Receive, send: Send, next_app: ASGIApp) -> None:
         # The route's template ("/sessions/{session_id}"), set by the router: one name per route,
         # whichever spelling of the path reached it.
-        template: str = scope.get("path_template") or scope["path"]  # type: ignore[assignment]
+        template = scope.get("path_template") or _mount_path(scope)
         if self._open(template):
             await next_app(scope, receive, send)
             return

@@ -17,6 +17,7 @@ import hmac
 import json
 import logging
 from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
 from typing import Annotated, Any, Literal
 
 import msgspec
@@ -26,6 +27,7 @@ from mcp_types import ToolAnnotations
 from pydantic import Field, create_model
 
 from app import heap
+from app.auth import PRINCIPAL
 from app.config import Settings
 from app.container import Container, build_container, shutdown
 from app.cursor_pages import EpisodeCursorPage
@@ -43,7 +45,9 @@ from domain.limits import (
 )
 from domain.filters import parse_filter
 from domain.models import NewEntity, NewEpisode, NewRelationship, Owner, Session
+from domain.access import Principal
 from domain.retrieval import SearchQuery
+from domain.scoped import Services, scoped
 from domain.services import check_session_owner
 
 log = logging.getLogger("nexusai.mcp")
@@ -106,13 +110,50 @@ def _strict_arguments(server: MCPServer) -> None:
         tool.parameters = strict.model_json_schema(by_alias=True)
 
 
+# The principal of the MCP request being handled (None: stdio, or an app without app.auth's door).
+mcp_principal: ContextVar[Principal | None] = ContextVar("mcp_principal", default=None)
+
+
+class PrincipalOfRequest:
+    """MCP middleware: the tools of one request act as the key of the HTTP request that carried it.
+    A tool call runs in the MCP session's task, not the HTTP request's, so the principal travels
+    with the request the SDK hands over (``ctx.request``, its ASGI scope's state) and is set here
+    around the handler."""
+
+    async def __call__(self, ctx: Any, call_next: Any) -> Any:
+        scope = getattr(getattr(ctx, "request", None), "scope", None) or {}
+        token = mcp_principal.set((scope.get("state") or {}).get(PRINCIPAL))
+        try:
+            return await call_next(ctx)
+        finally:
+            mcp_principal.reset(token)
+
+
 def build_server(container: Container, wrote: Callable[[], None] = lambda: None) -> MCPServer:
     """The MCP server with the memory tools over ``container``'s services; ``wrote`` is called after
     every write (the embedding worker's wake-up, as the REST app does after non-GET requests)."""
-    server = MCPServer("nexusai-memory", title="NexusAI Memory", instructions=INSTRUCTIONS, version="0.1.0")
-    sessions, episodes, entities = container.sessions(), container.episodes(), container.entities()
+    server = MCPServer("nexusai-memory", title="NexusAI Memory", instructions=INSTRUCTIONS, version="0.1.0",
+                       middleware=[PrincipalOfRequest()])
+    plain = Services(container.sessions(), container.episodes(), container.entities(), container.summaries(),
+                     container.users(), container.search(), container.context(), container.history(),
+                     container.events())
+
+    def svc() -> Services:
+        """The services as the calling key sees them (app.auth's principal of the HTTP request);
+        over stdio the caller is the local user who started the process, as with the CLI."""
+        principal = mcp_principal.get()
+        return plain if principal is None else scoped(principal, plain)
+
+    def mine(user_id: str | None, agent_id: str | None = None) -> Owner:
+        """The owner a tool writes as: what it was given, else the calling key's own (an assistant
+        holding a bound key need not repeat who it serves; naming another is still refused)."""
+        principal = mcp_principal.get()
+        if user_id is None and principal is not None and principal.bound:
+            return Owner(principal.user_id, agent_id or principal.agent_id)
+        return Owner(user_id, agent_id)
 
     async def session_named(external_id: str, *, create: bool = False, owner: Owner = Owner()) -> Session:
+        sessions = svc().sessions
         try:
             return await sessions.by_external_id(external_id)
         except NotFound:
@@ -132,9 +173,10 @@ def build_server(container: Container, wrote: Callable[[], None] = lambda: None)
         creating the session on first use (owned by `user_id` / `agent_id` when given: a session's
         owner is set once). It becomes searchable at once by keyword, and by meaning as soon as it
         is embedded."""
-        found = await session_named(session, create=True, owner=Owner(user_id, agent_id))
-        check_session_owner(found, Owner(user_id, agent_id))
-        episode = await episodes.add(NewEpisode(session_id=found.id, user_message=user_message,
+        owner = mine(user_id, agent_id)
+        found = await session_named(session, create=True, owner=owner)
+        check_session_owner(found, owner)
+        episode = await svc().episodes.add(NewEpisode(session_id=found.id, user_message=user_message,
                                                 ai_response=ai_response, token_count=token_count,
                                                 metadata=metadata or {}))
         wrote()
@@ -151,7 +193,7 @@ def build_server(container: Container, wrote: Callable[[], None] = lambda: None)
         `metadata` keeps records whose metadata matches ({key: value | {"in": [...]} |
         {"gte": x, "lte": y} | {"exists": bool}}); `min_score` drops weaker hits. Best first."""
         session_id = (await session_named(session)).id if session else None
-        result = await container.search().search(SearchQuery(
+        result = await svc().search.search(SearchQuery(
             query, limit, session_id, tuple(sources or ["episodes"]), ranker, owner=Owner(user_id, agent_id),
             metadata=parse_filter({"metadata": metadata} if metadata else None), min_score=min_score))
         return _wire(search_out(result))
@@ -169,7 +211,7 @@ def build_server(container: Container, wrote: Callable[[], None] = lambda: None)
         their relationships, cut to `token_budget` tokens (what did not fit is listed in `omitted`).
         With `user_id` / `agent_id` the memory spans all their sessions (`session` then optional)."""
         session_id = (await session_named(session)).id if session else None
-        package = await container.context().build(query, session_id, token_budget, recent_episodes, relevant_limit,
+        package = await svc().context.build(query, session_id, token_budget, recent_episodes, relevant_limit,
                                                   ranker, Owner(user_id, agent_id))
         return _wire(context_out(package))
 
@@ -180,7 +222,7 @@ def build_server(container: Container, wrote: Callable[[], None] = lambda: None)
                             agent_id: Name | None = None) -> Result:
         """The stored conversations (sessions), oldest first, with their total count; with
         `user_id` / `agent_id` only theirs."""
-        return _wire(wire(await sessions.list(limit, offset, Owner(user_id, agent_id)), SessionPage))
+        return _wire(wire(await svc().sessions.list(limit, offset, Owner(user_id, agent_id)), SessionPage))
 
     @server.tool(annotations=READ)
     @guarded
@@ -188,7 +230,7 @@ def build_server(container: Container, wrote: Callable[[], None] = lambda: None)
                               offset: Annotated[int, Field(ge=0)] = 0) -> Result:
         """The exchanges of conversation `session`, oldest first, with their total count."""
         found = await session_named(session)
-        return _wire(wire(await episodes.of_session(found.id, limit, offset), EpisodePage))
+        return _wire(wire(await svc().episodes.of_session(found.id, limit, offset), EpisodePage))
 
     @server.tool(annotations=READ)
     @guarded
@@ -201,7 +243,7 @@ def build_server(container: Container, wrote: Callable[[], None] = lambda: None)
         `session`, optionally filtered by metadata. Pass the answer's `nextCursor` back as `cursor`
         (with the same `newest_first`) for more; it is null when nothing more is left."""
         session_id = (await session_named(session)).id if session else None
-        page = await episodes.listed(limit=limit, order="desc" if newest_first else "asc", cursor=cursor,
+        page = await svc().episodes.listed(limit=limit, order="desc" if newest_first else "asc", cursor=cursor,
                                      filter=None if filter is None else json.dumps(filter), session_id=session_id)
         return _wire(wire(page, EpisodeCursorPage))
 
@@ -212,8 +254,8 @@ def build_server(container: Container, wrote: Callable[[], None] = lambda: None)
         """Record a person, place, thing or idea, identified by (`user_id`, `name`, `type`) — without
         `user_id` a shared one; calling it again with the same key updates its notes and metadata.
         Returns the entity and `created`."""
-        upserted = await entities.upsert(NewEntity(name=name, type=type, notes=notes, metadata=metadata or {},
-                                                   user_id=user_id))
+        upserted = await svc().entities.upsert(NewEntity(name=name, type=type, notes=notes, metadata=metadata or {},
+                                                         user_id=mine(user_id).user_id))
         wrote()
         return {"entity": _wire(wire(upserted.item, EntityOut)), "created": upserted.created}
 
@@ -221,7 +263,7 @@ def build_server(container: Container, wrote: Callable[[], None] = lambda: None)
     @guarded
     async def find_entities(name: Name, limit: Annotated[int, Field(ge=1, le=MAX_LIMIT)] = 20) -> Result:
         """Entities whose name contains `name` (case-insensitive), with their ids and types."""
-        return {"entities": _wire(wire(await entities.find_by_name(name, limit), list[EntityOut]))}
+        return {"entities": _wire(wire(await svc().entities.find_by_name(name, limit), list[EntityOut]))}
 
     @server.tool(annotations=READ)
     @guarded
@@ -229,6 +271,7 @@ def build_server(container: Container, wrote: Callable[[], None] = lambda: None)
                          direction: Literal["out", "in", "both"] = "both") -> Result:
         """One entity with its relationships (outgoing, incoming or both) and the entities at
         their other ends."""
+        entities = svc().entities
         entity = await entities.get(entity_id)
         edges = await entities.relationships(entity_id, direction)
         others = {e: await entities.get(e) for e in {r.from_id for r in edges} | {r.to_id for r in edges}}
@@ -247,9 +290,9 @@ def build_server(container: Container, wrote: Callable[[], None] = lambda: None)
             begins = wire_timestamp(valid_from, "valid_from")
         except ValueError as exc:
             raise ToolError(f"validation_error: {exc}") from None
-        upserted = await entities.relate(NewRelationship(from_id=from_id, to_id=to_id, label=label,
-                                                         metadata=metadata or {}, valid_from=begins,
-                                                         supersedes=supersedes))
+        upserted = await svc().entities.relate(NewRelationship(
+            from_id=from_id, to_id=to_id, label=label, metadata=metadata or {}, user_id=mine(None).user_id,
+            valid_from=begins, supersedes=supersedes))
         wrote()
         return {"relationship": _wire(wire(upserted.item, RelationshipOut)), "created": upserted.created}
 
@@ -259,7 +302,7 @@ def build_server(container: Container, wrote: Callable[[], None] = lambda: None)
                       limit: Annotated[int, Field(ge=1, le=MAX_LIMIT)] = 20) -> Result:
         """How a record changed, oldest first: each update or delete with the record before and after
         (after is null once deleted) and the fields that changed. Works after the record is gone."""
-        return _wire(history_out(await container.history().of_record(kind, record_id, 0, limit)))
+        return _wire(history_out(await svc().history.of_record(kind, record_id, 0, limit)))
 
     _strict_arguments(server)
 

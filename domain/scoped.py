@@ -1,7 +1,10 @@
 """The services as one principal sees them: every read and write checked against its key.
 
 Each class wraps one service of ``domain.services`` (and search, context, history, the feed) with
-the same methods, so a route or an MCP tool calls it exactly as it calls the service. A record of
+the same methods, so a route or an MCP tool calls it exactly as it calls the service. Each is a
+subclass of the service it wraps, so it passes where that type is declared (Litestar checks a
+dependency's type); it never runs the base's ``__init__``, so a method it does not override fails
+loudly instead of reaching the store unchecked. A record of
 another owner is ``NotFound`` (a bound key cannot tell it from an absent one); a write that would
 create or change a record outside the key's owner is ``Forbidden`` naming the field. Lists and
 searches are narrowed to the key's owner before they run, and what comes back is checked again
@@ -71,7 +74,7 @@ class _Scoped:
             self._visible(session, "session", session_id)
 
 
-class ScopedSessions(_Scoped):
+class ScopedSessions(_Scoped, SessionService):
     async def create(self, external_id: str, metadata: Any, owner: Owner = Owner()) -> Session:
         return await self._inner.create(external_id, metadata, writing_owner(self._p, owner))
 
@@ -100,7 +103,7 @@ class ScopedSessions(_Scoped):
         await self._inner.delete(session_id)
 
 
-class ScopedEpisodes(_Scoped):
+class ScopedEpisodes(_Scoped, EpisodeService):
     async def add(self, new: NewEpisode) -> Episode:
         await self._session(new.session_id, change=True)
         return await self._inner.add(new)
@@ -141,7 +144,7 @@ class ScopedEpisodes(_Scoped):
         return [hit for hit in hits if self._sees(hit.item)][:limit]
 
 
-class ScopedEntities(_Scoped):
+class ScopedEntities(_Scoped, EntityService):
     async def upsert(self, new: NewEntity):
         writing_owner(self._p, Owner(new.user_id), agents=False)
         return await self._inner.upsert(new)
@@ -210,7 +213,7 @@ class ScopedEntities(_Scoped):
         await self._inner.unrelate(from_id, to_id, label)
 
 
-class ScopedSummaries(_Scoped):
+class ScopedSummaries(_Scoped, SummaryService):
     async def add(self, new: NewSummary) -> Summary:
         await self._session(new.session_id, change=True)
         return await self._inner.add(new)
@@ -237,13 +240,13 @@ class ScopedSummaries(_Scoped):
         return await self._inner.of_session(session_id)
 
 
-class ScopedUsers(_Scoped):
+class ScopedUsers(_Scoped, UserService):
     async def forget(self, user_id: str) -> dict[str, int]:
         may_forget(self._p, user_id)
         return await self._inner.forget(user_id)
 
 
-class ScopedSearch(_Scoped):
+class ScopedSearch(_Scoped, SearchService):
     async def _checked_session(self, session_id: int | None) -> None:
         if session_id is not None:  # another owner's session is absent to this key, as everywhere
             await self._session(session_id)
@@ -255,7 +258,7 @@ class ScopedSearch(_Scoped):
         return replace(result, hits=[hit for hit in result.hits if self._sees(hit.item)])
 
 
-class ScopedContext(_Scoped):
+class ScopedContext(_Scoped, ContextService):
     async def build(self, query: str, session_id: int | None, token_budget: int, recent_episodes: int = 5,
                     relevant_limit: int = 10, ranker: str | None = None, owner: Owner = Owner(),
                     as_of: str | None = None) -> ContextPackage:
@@ -273,7 +276,7 @@ class ScopedContext(_Scoped):
             relationships=[r for r in package.relationships if sees(r)])
 
 
-class ScopedHistory(_Scoped):
+class ScopedHistory(_Scoped, HistoryService):
     async def of_record(self, kind: str, record_id: int, after: int = 0, limit: int = 100) -> HistoryPage:
         require(self._p, READ)
         page = await self._inner.of_record(kind, record_id, after, limit)
@@ -290,7 +293,7 @@ def _agent_of_version(version: Any) -> str | None:
     return image.get("agent_id")
 
 
-class ScopedEvents(_Scoped):
+class ScopedEvents(_Scoped, EventService):
     def notify(self) -> None:
         self._inner.notify()
 

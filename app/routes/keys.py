@@ -46,10 +46,11 @@ class CreatedKeyOut(KeyOut):
     key: str  # the secret: shown in this answer only
 
 
-def key_out(key, cls=KeyOut, **extra) -> KeyOut:
-    return cls(id=key.id, name=key.name, scopes=list(key.scopes), user_id=key.user_id, agent_id=key.agent_id,
-               expires_at=key.expires_at, rate_limit=key.rate_limit, global_read=key.global_read,
-               created_at=key.created_at, last_used_at=key.last_used_at, revoked_at=key.revoked_at, **extra)
+def key_out(stored, cls=KeyOut, **extra) -> KeyOut:
+    return cls(id=stored.id, name=stored.name, scopes=list(stored.scopes), user_id=stored.user_id,
+               agent_id=stored.agent_id, expires_at=stored.expires_at, rate_limit=stored.rate_limit,
+               global_read=stored.global_read, created_at=stored.created_at, last_used_at=stored.last_used_at,
+               revoked_at=stored.revoked_at, **extra)
 
 
 def _forget_cached(request: Request) -> None:
