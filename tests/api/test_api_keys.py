@@ -87,7 +87,8 @@ def test_a_bound_key_reads_only_its_users_records_and_the_global_ones(app_client
                  "/episodes/search?q=marathon", "/events", f"/entities/{world['u1']['person']['id']}/relationships"):
         answer = app_client.get(path, headers=bearer(key))
         assert answer.status_code == 200, (path, answer.text)
-        assert owners_in(answer.json()) <= {"u1", None}, path
+        # Every text of u2's records names u2, and so does every event of theirs (its userId).
+        assert owners_in(answer.json()) <= {"u1", None} and "u2" not in answer.text, path
     assert app_client.get("/sessions?userId=u2", headers=bearer(key)).json()["field"] == "userId"
 
 
@@ -96,10 +97,11 @@ def test_search_and_context_of_a_bound_key_hold_only_its_users_memories(app_clie
     found = app_client.post("/search", headers=bearer(key), json={
         "query": "marathon", "sources": ["episodes", "entities", "summaries"]})
     assert found.status_code == 200 and found.json()["hits"]
-    assert owners_in(found.json()) <= {"u1", None}
+    assert owners_in(found.json()) <= {"u1", None} and "u2" not in found.text
     package = app_client.post("/context", headers=bearer(key), json={"query": "marathon", "tokenBudget": 1000,
                                                                       "userId": "u1"})
-    assert package.status_code == 200 and owners_in(package.json()) <= {"u1", None}
+    assert package.status_code == 200 and owners_in(package.json()) <= {"u1", None} and "u2" not in package.text
+    assert "marathon u1" in package.text
     other_session = world["u2"]["session"]["id"]
     assert app_client.post("/search", headers=bearer(key), json={"query": "marathon", "sessionId": other_session}
                            ).status_code == 404
