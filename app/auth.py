@@ -128,6 +128,18 @@ class Authenticator:
         self._limit(key)
         return Principal.of(key)
 
+    async def identifies(self, token: str | None) -> bool:
+        """Whether ``token`` would be let in (an open service lets everyone in), never refusing and
+        never counting against a rate."""
+        if await self.open_service():
+            return True
+        if token is None:
+            return False
+        if self.bootstrap and same_secret(token, self.bootstrap):
+            return True
+        key = await self._stored(token) if token.startswith(KEY_PREFIX) else None
+        return key is not None and key.usable_at(utc_now())
+
     async def _stored(self, token: str) -> ApiKey | None:
         digest, now = hash_key(token), self.clock()
         cached = self._verified.get(digest)
@@ -222,6 +234,8 @@ class KeyAuthentication(ASGIMiddleware):
         # whichever spelling of the path reached it.
         template = scope.get("path_template") or _mount_path(scope)
         if self._open(template):
+            # Open, but whether the caller holds a key still decides how much /health tells it.
+            scope["authenticated"] = await self.authenticator.identifies(_token(scope))  # type: ignore[typeddict-unknown-key]
             await next_app(scope, receive, send)
             return
         try:
