@@ -1,10 +1,12 @@
 """Authentication: ``Authorization: Bearer <key>`` to a ``Principal``, a rate limit per key, and
 the services as that principal sees them (``domain.scoped``), in ``scope["state"]``.
 
-It runs as Litestar middleware, after routing, so the check is made on the handler a request
-reaches, whatever spelling of its path got it there (a trailing or doubled slash, percent-encoding,
-dot segments, an absolute-form target): there is one door per route, and the open ones are named
-by their route handler, not by a path string.
+Two parts. ``KeyGate``, before routing, answers 401 to a request without an accepted key (so such
+a caller learns nothing about which routes exist) and resolves the principal once.
+``KeyAuthentication``, Litestar middleware after routing, decides what that principal may do on
+the route reached, whatever spelling of its path got it there (a trailing or doubled slash,
+percent-encoding, dot segments, an absolute-form target): there is one door per route, and the
+open ones are named by their route template, not by a path string.
 
 The rules:
 - No ``MEMORY_API_KEY`` and no stored key: the service is open (every request acts as admin), as
@@ -43,6 +45,7 @@ from domain.scoped import Services, scoped
 from ports.api_keys import ApiKeys
 
 PRINCIPAL = "principal"  # scope["state"] keys
+RESOLVED = "nexusai.principal"  # the scope key KeyGate leaves the principal under, before routing
 SERVICES = "services"
 # The same services for the route's dependency providers: reading a context variable keeps them
 # free of parameters, which spares Litestar a signature model per provider and request.
@@ -241,7 +244,9 @@ class KeyAuthentication(ASGIMiddleware):
         try:
             if template == self.mcp_path:
                 self._check_mcp_origin(scope)
-            principal = await self.authenticator.principal(_token(scope))
+            principal = scope.get(RESOLVED)  # type: ignore[misc]
+            if principal is None:  # a path the gate before routing took for an open one
+                principal = await self.authenticator.principal(_token(scope))
             if template.startswith(self.admin_prefix) and ADMIN not in principal.scopes:
                 raise Denied(403, "forbidden", "managing keys needs a key with the 'admin' scope")
             if template == self.metrics_path and principal.bound:
@@ -267,6 +272,41 @@ class KeyAuthentication(ASGIMiddleware):
         origin = _header(scope, b"origin")
         if origin is not None and (urlsplit(origin).hostname or "").lower() not in self.mcp_hosts:
             raise Denied(403, "forbidden", "/mcp does not answer requests from this Origin (MCP_ALLOWED_HOSTS)")
+
+
+class KeyGate:
+    """Before routing: a request that is not on an open path and carries no key the service
+    accepts is answered 401 at once, so a caller without a key learns nothing about which routes
+    or methods exist. The principal found (or the refusal: 401, 429) is the one ``KeyAuthentication``
+    uses after routing, where the route decides what that principal may do. Plain ASGI (no
+    framework class): it runs before Litestar's router, wrapped around the app's handler.
+    CORS preflights pass so the CORS layer can answer them."""
+
+    def __init__(self, app: ASGIApp, authenticator: Authenticator, open_paths: Collection[str],
+                 cors: bool = False) -> None:
+        self.app = app
+        self.authenticator = authenticator
+        self.open_paths = frozenset(open_paths)
+        self.cors = cors
+
+    def _open(self, scope: Scope) -> bool:
+        path = scope["path"]
+        # The router serves "/health/" as "/health": the gate must see them as one path too.
+        if path in self.open_paths or (path.endswith("/") and (path.rstrip("/") or "/") in self.open_paths):
+            return True
+        return self.cors and scope["method"] == "OPTIONS" and _header(scope, b"access-control-request-method") \
+            is not None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or self._open(scope):
+            await self.app(scope, receive, send)
+            return
+        try:
+            scope[RESOLVED] = await self.authenticator.principal(_token(scope))  # type: ignore[literal-required]
+        except Denied as denied:
+            await _send_error(send, denied)
+            return
+        await self.app(scope, receive, send)
 
 
 async def _send_error(send: Send, denied: Denied) -> None:

@@ -12,7 +12,7 @@ from litestar.config.cors import CORSConfig
 from litestar.datastructures import State
 
 from app import heap
-from app.auth import KeyAuthentication, allowed_mcp_hosts
+from app.auth import KeyAuthentication, KeyGate, allowed_mcp_hosts
 from app.config import ConfigError, Settings
 from app.container import Container, build_container, shutdown
 from app.docs import DOCS_PATHS, SCHEMA_PATH, docs_asset, open_operations, openapi_config
@@ -193,6 +193,7 @@ def create_app(settings: Settings, container: Container | None = None, *, worker
     # the observer sees unrouted and refused-by-gate requests and the final status of the rest.
     # The hottest plain requests skip Litestar's per-request machinery (app.hot_routes), inside every gate.
     handler = JsonBodiesOnly(HeadAsGet(app.asgi_handler, passthrough=(MCP_PATH,)))
+    handler = KeyGate(handler, container.authenticator(), OPEN_PATHS, cors=bool(settings.cors_origins))
     admission = PatientAdmission(RequestObserver(handler, service_metrics), settings.max_in_flight, ADMISSION_EXEMPT,
                                  max_body=settings.max_body_bytes)
     service_metrics.watch_admission(admission)

@@ -72,7 +72,8 @@ async def _one_mode(mode: str, folder: Path, requests: int) -> dict[str, float]:
         return out
 
 
-async def main_async(requests: int, rounds: int) -> None:
+async def measure(requests: int, rounds: int) -> tuple[dict[str, dict[str, float]], str]:
+    """Median microseconds per request by route and mode, and the table that shows them."""
     results: dict[str, dict[str, list[float]]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for round_ in range(rounds):
@@ -81,12 +82,13 @@ async def main_async(requests: int, rounds: int) -> None:
                 folder.mkdir(exist_ok=True)
                 for route, micros in (await _one_mode(mode, folder, requests)).items():
                     results.setdefault(route, {}).setdefault(mode, []).append(micros)
-    print(f"microseconds per request (median of {rounds} rounds of {requests}), ratio to the open service")
-    print(f"{'route':28}" + "".join(f"{m:>22}" for m in MODES))
-    for route, by_mode in results.items():
-        base = statistics.median(by_mode["open"])
-        cells = [f"{statistics.median(by_mode[m]):9.0f} ({statistics.median(by_mode[m]) / base:4.2f}x)" for m in MODES]
-        print(f"{route:28}" + "".join(f"{c:>22}" for c in cells))
+    medians = {route: {m: statistics.median(v) for m, v in by_mode.items()} for route, by_mode in results.items()}
+    lines = [f"key checks: microseconds per request in process (median of {rounds} rounds of {requests}), "
+             "ratio to the open service", f"{'route':28}" + "".join(f"{m:>22}" for m in MODES)]
+    for route, by_mode in medians.items():
+        cells = [f"{by_mode[m]:9.0f} ({by_mode[m] / by_mode['open']:4.2f}x)" for m in MODES]
+        lines.append(f"{route:28}" + "".join(f"{c:>22}" for c in cells))
+    return medians, "\n".join(lines)
 
 
 def main() -> None:
@@ -95,7 +97,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
     logging.disable(logging.INFO)  # a log line per request would cost more than the check measured
-    asyncio.run(main_async(args.requests, args.rounds))
+    print(asyncio.run(measure(args.requests, args.rounds))[1])
 
 
 if __name__ == "__main__":
