@@ -196,6 +196,11 @@ class ScopedEntities(_Scoped, EntityService):
         writing_owner(self._p, Owner(new.user_id), agents=False)
         await self.get(new.from_id)
         await self.get(new.to_id)
+        # The upsert's key (from, to, label) has no owner in it: an edge of another owner between
+        # the same (global) entities would be replaced, so it must be one this key may change.
+        for edge in await self._inner.relationships(new.from_id, "out"):
+            if edge.to_id == new.to_id and edge.label == new.label and edge.valid_to is None:
+                self._changeable(edge, "relationship", f"{new.from_id} -[{new.label}]-> {new.to_id}")
         return await self._inner.relate(new)
 
     async def relationships(self, entity_id: int, direction: Direction = "out", as_of: str | None = None) -> list:

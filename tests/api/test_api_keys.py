@@ -212,3 +212,15 @@ def test_mcp_refuses_a_host_it_does_not_serve(app_client):
     assert refused.status_code == 403 and "MCP_ALLOWED_HOSTS" in refused.json()["message"]
     foreign = app_client.post("/mcp", json=request, headers={"Host": "localhost:3002", "Origin": "http://evil.example"})
     assert foreign.status_code == 403
+
+
+def test_a_bound_key_cannot_replace_another_owners_edge_between_global_entities(app_client):
+    one = app_client.post("/entities", json={"name": "Lisbon", "type": "city"}).json()
+    two = app_client.post("/entities", json={"name": "Porto", "type": "city"}).json()
+    edge = {"fromId": one["id"], "toId": two["id"], "label": "near"}
+    app_client.post("/relationships", json={**edge, "userId": "u2", "metadata": {"by": "u2"}})
+    key = issue(app_client, userId="u1")
+    refused = app_client.post("/relationships", headers=bearer(key), json={**edge, "userId": "u1"})
+    assert refused.status_code in (403, 404)
+    kept = app_client.get(f"/entities/{one['id']}/relationships").json()
+    assert [(r["userId"], r["metadata"]) for r in kept] == [("u2", {"by": "u2"})]
