@@ -20,7 +20,9 @@ The rules:
   past the key's rate (its own ``rateLimit``, else ``KEY_RATE_LIMIT``).
 - Open to everyone: the health probes and the API docs (they describe the API and hold no
   records). ``/metrics`` needs an unbound key (its figures are service-wide). ``/admin/keys`` needs
-  the ``admin`` scope. ``/mcp`` answers only a ``Host`` (and ``Origin``) it is allowed to
+  a key with the ``admin`` scope (``admin_principal``); an open service has none, so there keys are
+  made with the CLI only: an anonymous caller must not be able to issue keys, nor close the
+  service to everyone else by creating the first one. ``/mcp`` answers only a ``Host`` (and ``Origin``) it is allowed to
   (``MCP_ALLOWED_HOSTS``; default the loopback names and ``HOST``): a web page on another name
   that resolves to this machine (DNS rebinding) is refused before any key is looked at.
 """
@@ -40,6 +42,7 @@ from litestar.middleware import ASGIMiddleware
 from litestar.types import ASGIApp, Receive, Scope, Send
 
 from domain.access import ADMIN, ADMIN_PRINCIPAL, KEY_PREFIX, OPEN_PRINCIPAL, ApiKey, Principal, hash_key, same_secret
+from domain.errors import Forbidden
 from domain.models import utc_now
 from domain.scoped import Services, scoped
 from ports.api_keys import ApiKeys
@@ -50,6 +53,7 @@ SERVICES = "services"
 # The same services for the route's dependency providers: reading a context variable keeps them
 # free of parameters, which spares Litestar a signature model per provider and request.
 request_services: ContextVar[Services | None] = ContextVar("request_services", default=None)
+request_principal: ContextVar[Principal | None] = ContextVar("request_principal", default=None)
 TOUCH_SECONDS = 60.0
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
 _WILDCARD_HOSTS = ("0.0.0.0", "::", "")
@@ -218,14 +222,12 @@ class KeyAuthentication(ASGIMiddleware):
     scopes = (ScopeType.HTTP,)
 
     def __init__(self, authenticator: Authenticator, plain: Services, *, open_paths: Collection[str],
-                 open_prefixes: tuple[str, ...], metrics_path: str, admin_prefix: str, mcp_path: str,
-                 mcp_hosts: Collection[str]) -> None:
+                 open_prefixes: tuple[str, ...], metrics_path: str, mcp_path: str, mcp_hosts: Collection[str]) -> None:
         self.authenticator = authenticator
         self.plain = plain
         self.open_paths = frozenset(open_paths)
         self.open_prefixes = open_prefixes
         self.metrics_path = metrics_path
-        self.admin_prefix = admin_prefix
         self.mcp_path = mcp_path
         self.mcp_hosts = frozenset(mcp_hosts)
 
@@ -247,8 +249,6 @@ class KeyAuthentication(ASGIMiddleware):
             principal = scope.get(RESOLVED)  # type: ignore[misc]
             if principal is None:  # a path the gate before routing took for an open one
                 principal = await self.authenticator.principal(_token(scope))
-            if template.startswith(self.admin_prefix) and ADMIN not in principal.scopes:
-                raise Denied(403, "forbidden", "managing keys needs a key with the 'admin' scope")
             if template == self.metrics_path and principal.bound:
                 raise Denied(403, "forbidden", "metrics are service-wide: they need a key not bound to a user")
         except Denied as denied:
@@ -257,11 +257,12 @@ class KeyAuthentication(ASGIMiddleware):
         state = scope.setdefault("state", {})  # type: ignore[typeddict-item]
         state[PRINCIPAL] = principal
         state[SERVICES] = services = scoped(principal, self.plain)
-        token = request_services.set(services)
+        token, who = request_services.set(services), request_principal.set(principal)
         try:
             await next_app(scope, receive, send)
         finally:
             request_services.reset(token)
+            request_principal.reset(who)
 
     def _check_mcp_origin(self, scope: Scope) -> None:
         if "*" in self.mcp_hosts:
@@ -316,6 +317,16 @@ async def _send_error(send: Send, denied: Denied) -> None:
                 "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
                             *denied.headers]})
     await send({"type": "http.response.body", "body": body})
+
+
+def admin_principal() -> Principal:
+    """The principal of this request when it may manage keys; ``Forbidden`` otherwise. Checked as the
+    key routes' dependency, so their input is validated first (a bad body is a 400 for anyone)."""
+    principal = request_principal.get()
+    if principal is None or not principal.authenticated or ADMIN not in principal.scopes:
+        raise Forbidden("managing keys needs a key with the 'admin' scope (on a service without "
+                        "MEMORY_API_KEY: the `memory-service keys` commands)")
+    return principal
 
 
 def services_of(state: dict) -> Services | None:

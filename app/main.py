@@ -85,8 +85,7 @@ def key_authentication(container: Container, settings: Settings) -> KeyAuthentic
                      container.users(), container.search(), container.context(), container.history(),
                      container.events())
     return KeyAuthentication(container.authenticator(), plain, open_paths=OPEN_PATHS,
-                             open_prefixes=(f"{SCHEMA_PATH}/",), metrics_path="/metrics",
-                             admin_prefix="/admin", mcp_path=MCP_PATH,
+                             open_prefixes=(f"{SCHEMA_PATH}/",), metrics_path="/metrics", mcp_path=MCP_PATH,
                              mcp_hosts=allowed_mcp_hosts(settings.mcp_allowed_hosts, settings.host))
 
 

@@ -224,3 +224,10 @@ def test_a_bound_key_cannot_replace_another_owners_edge_between_global_entities(
     assert refused.status_code in (403, 404)
     kept = app_client.get(f"/entities/{one['id']}/relationships").json()
     assert [(r["userId"], r["metadata"]) for r in kept] == [("u2", {"by": "u2"})]
+
+
+def test_an_open_service_issues_no_keys_over_http(client):
+    refused = client.post("/admin/keys", json={"name": "anyone", "scopes": ["admin"]})
+    assert refused.status_code == 403 and "memory-service keys" in refused.json()["message"]
+    assert client.get("/sessions").status_code == 200  # still open: nobody closed it for everyone else
+    assert client.post("/admin/keys", json={"name": "x", "scopes": ["root"]}).status_code == 400
