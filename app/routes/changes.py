@@ -28,11 +28,15 @@ async def set_actor(request: Request) -> None:
     Read from the raw headers: ``request.headers`` would build a header map on every request."""
     raw = next((value for key, value in request.scope["headers"] if key == b"x-actor"), None)
     said = check_actor(None if raw is None else raw.decode("latin-1"))
-    # A request made with a key is recorded as that key's: a caller cannot write history in another's
-    # name. The X-Actor it names is kept after the key's id (who, as the key's holder tells it).
+    # A request made with a stored key is recorded as that key's: its holder cannot write history in
+    # another's name; the X-Actor it names is kept after the key's id. The bootstrap admin key is the
+    # service's own operator (an orchestrator acting for its users): its X-Actor stands as given.
     principal = request.scope.get("state", {}).get(PRINCIPAL)
     if principal is not None and principal.authenticated:
-        said = principal.actor if said is None else f"{principal.actor} ({said})"
+        if principal.key_id is not None:
+            said = principal.actor if said is None else f"{principal.actor} ({said})"
+        elif said is None:
+            said = principal.actor
     changes.actor.set(said)
 
 
