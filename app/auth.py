@@ -208,7 +208,19 @@ def _mount_path(scope: Scope) -> str:
     return next(iter(getattr(handler, "paths", ()) or ()), scope["path"])
 
 
-def _token(scope: Scope) -> str | None:
+def check_mcp_origin(scope: Scope, hosts: Collection[str]) -> None:
+    """``Denied`` (403) unless the ``Host`` and any ``Origin`` name one of ``hosts`` ("*": any)."""
+    if "*" in hosts:
+        return
+    host = _host_name(_header(scope, b"host") or "")
+    if host not in hosts:
+        raise Denied(403, "forbidden", f"/mcp does not answer for host {host!r} (MCP_ALLOWED_HOSTS)")
+    origin = _header(scope, b"origin")
+    if origin is not None and (urlsplit(origin).hostname or "").lower() not in hosts:
+        raise Denied(403, "forbidden", "/mcp does not answer requests from this Origin (MCP_ALLOWED_HOSTS)")
+
+
+def bearer_token(scope: Scope) -> str | None:
     raw = _header(scope, b"authorization")
     if raw is None:
         return None
@@ -240,19 +252,19 @@ class KeyAuthentication(ASGIMiddleware):
         template = scope.get("path_template") or _mount_path(scope)
         if self._open(template):
             # Open, but whether the caller holds a key still decides how much /health tells it.
-            scope["authenticated"] = await self.authenticator.identifies(_token(scope))  # type: ignore[typeddict-unknown-key]
+            scope["authenticated"] = await self.authenticator.identifies(bearer_token(scope))  # type: ignore[typeddict-unknown-key]
             await next_app(scope, receive, send)
             return
         try:
             if template == self.mcp_path:
-                self._check_mcp_origin(scope)
+                check_mcp_origin(scope, self.mcp_hosts)
             principal = scope.get(RESOLVED)  # type: ignore[misc]
             if principal is None:  # a path the gate before routing took for an open one
-                principal = await self.authenticator.principal(_token(scope))
+                principal = await self.authenticator.principal(bearer_token(scope))
             if template == self.metrics_path and principal.bound:
                 raise Denied(403, "forbidden", "metrics are service-wide: they need a key not bound to a user")
         except Denied as denied:
-            await _send_error(send, denied)
+            await send_denied(send, denied)
             return
         state = scope.setdefault("state", {})  # type: ignore[typeddict-item]
         state[PRINCIPAL] = principal
@@ -263,16 +275,6 @@ class KeyAuthentication(ASGIMiddleware):
         finally:
             request_services.reset(token)
             request_principal.reset(who)
-
-    def _check_mcp_origin(self, scope: Scope) -> None:
-        if "*" in self.mcp_hosts:
-            return
-        host = _host_name(_header(scope, b"host") or "")
-        if host not in self.mcp_hosts:
-            raise Denied(403, "forbidden", f"/mcp does not answer for host {host!r} (MCP_ALLOWED_HOSTS)")
-        origin = _header(scope, b"origin")
-        if origin is not None and (urlsplit(origin).hostname or "").lower() not in self.mcp_hosts:
-            raise Denied(403, "forbidden", "/mcp does not answer requests from this Origin (MCP_ALLOWED_HOSTS)")
 
 
 class KeyGate:
@@ -303,14 +305,14 @@ class KeyGate:
             await self.app(scope, receive, send)
             return
         try:
-            scope[RESOLVED] = await self.authenticator.principal(_token(scope))  # type: ignore[literal-required]
+            scope[RESOLVED] = await self.authenticator.principal(bearer_token(scope))  # type: ignore[literal-required]
         except Denied as denied:
-            await _send_error(send, denied)
+            await send_denied(send, denied)
             return
         await self.app(scope, receive, send)
 
 
-async def _send_error(send: Send, denied: Denied) -> None:
+async def send_denied(send: Send, denied: Denied) -> None:
     body = json.dumps({"code": denied.code, "message": denied.message, "field": None,
                        "status": denied.status}).encode()
     await send({"type": "http.response.start", "status": denied.status,

@@ -13,10 +13,9 @@ what an assistant has at hand; ``remember`` creates the session on first use.
 from __future__ import annotations
 
 import functools
-import hmac
 import json
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 from contextvars import ContextVar
 from typing import Annotated, Any, Literal
 
@@ -27,7 +26,7 @@ from mcp_types import ToolAnnotations
 from pydantic import Field, create_model
 
 from app import heap
-from app.auth import PRINCIPAL
+from app.auth import PRINCIPAL, Denied, allowed_mcp_hosts, bearer_token, check_mcp_origin, send_denied
 from app.config import Settings
 from app.container import Container, build_container, shutdown
 from app.cursor_pages import EpisodeCursorPage
@@ -315,27 +314,27 @@ def build_server(container: Container, wrote: Callable[[], None] = lambda: None)
     return server
 
 
-class BearerGate:
-    """ASGI wrapper: with ``MEMORY_API_KEY`` set, MCP over HTTP needs the same
-    ``Authorization: Bearer <key>`` header as the REST API (``/health`` stays open)."""
+class KeyedMcp:
+    """ASGI wrapper of ``memory-service mcp --transport streamable-http``: the same keys as the REST
+    API (app.auth's ``Authenticator``: the bootstrap key, stored keys with their scopes, owners and
+    rates) and the same ``Host``/``Origin`` rule; the principal goes into ``scope["state"]`` where
+    the tools find it (``PrincipalOfRequest``). ``/health`` stays open."""
 
-    def __init__(self, app: Any, key: str) -> None:
-        self.app, self.key = app, key.encode()
+    def __init__(self, app: Any, authenticator: Any, hosts: Collection[str]) -> None:
+        self.app, self.authenticator, self.hosts = app, authenticator, frozenset(hosts)
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
-        if scope["type"] == "http" and scope.get("path") != "/health" and not self._allowed(scope):
-            body = json.dumps({"code": "unauthorized", "status": 401, "field": None, "message":
-                               "a valid 'Authorization: Bearer <MEMORY_API_KEY>' header is required"}).encode()
-            await send({"type": "http.response.start", "status": 401,
-                        "headers": [(b"content-type", b"application/json"), (b"www-authenticate", b"Bearer")]})
-            await send({"type": "http.response.body", "body": body})
+        if scope["type"] != "http" or scope.get("path") == "/health":
+            await self.app(scope, receive, send)
             return
+        try:
+            check_mcp_origin(scope, self.hosts)
+            principal = await self.authenticator.principal(bearer_token(scope))
+        except Denied as denied:
+            await send_denied(send, denied)
+            return
+        scope.setdefault("state", {})[PRINCIPAL] = principal
         await self.app(scope, receive, send)
-
-    def _allowed(self, scope: dict) -> bool:
-        header = dict(scope.get("headers") or []).get(b"authorization", b"")
-        scheme, _, token = header.partition(b" ")
-        return scheme.lower() == b"bearer" and hmac.compare_digest(token, self.key)
 
 
 def mounted(container: Container, settings: Settings, wrote: Callable[[], None], stateless: bool = False):
@@ -378,17 +377,16 @@ async def run(settings: Settings, transport: Transport, host: str, port: int) ->
         if transport == "stdio":
             await server.run_stdio_async()
         else:
-            await _serve_http(server, settings, host, port)
+            await _serve_http(server, settings, host, port, container.authenticator())
     finally:
         await shutdown(container)
 
 
-async def _serve_http(server: MCPServer, settings: Settings, host: str, port: int) -> None:
+async def _serve_http(server: MCPServer, settings: Settings, host: str, port: int, authenticator: Any) -> None:
     import uvicorn
 
     app: Any = server.streamable_http_app(streamable_http_path=MCP_PATH, host=host)
-    if settings.memory_api_key:
-        app = BearerGate(app, settings.memory_api_key)
+    app = KeyedMcp(app, authenticator, allowed_mcp_hosts(settings.mcp_allowed_hosts, host))
     log.info("MCP over streamable HTTP at http://%s:%d%s", host, port, MCP_PATH)
     config = uvicorn.Config(app, host=host, port=port, log_level=settings.log_level, access_log=False,
                             log_config=None, timeout_graceful_shutdown=10)

@@ -9,7 +9,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from tests.e2e.test_mcp import call, error_of
-from tests.support.server import ServiceProcess, service_env
+from tests.support.server import ServiceProcess, run_service, service_env
 
 ADMIN = "mcp-admin-key"
 
@@ -41,4 +41,20 @@ async def test_a_bound_key_over_mcp_sees_only_its_users_memories(tmp_path):
             assert (await call(client, "find_entities", name="Bob"))["entities"] == []
             mine = (await call(client, "upsert_entity", name="Tuna", type="food"))["entity"]
             assert mine["userId"] == "u1"
+        assert server.stop() == 0
+
+
+async def test_the_standalone_mcp_server_takes_stored_keys_with_their_owner(tmp_path):
+    env = service_env(tmp_path / "memory.db", {"MEMORY_API_KEY": ADMIN})
+    made = run_service(["keys", "create", "--name", "assistant", "--user", "u7"], env)
+    assert made.returncode == 0, made.stderr
+    secret = made.stdout.strip().splitlines()[-1]
+    with ServiceProcess(env, verb=("mcp", "--transport", "streamable-http")) as server:
+        assert httpx.post(f"{server.url}/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
+                          headers={"Authorization": "Bearer nxm_unknown"}).status_code == 401
+        http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {secret}"})
+        async with http, Client(streamable_http_client(f"{server.url}/mcp", http_client=http)) as client:
+            stored = await call(client, "remember", session="s7", user_message="hello", ai_response="hi")
+            assert stored["session"]["userId"] == "u7"
+            assert "forbidden" in await error_of(client, "list_sessions", user_id="u8")
         assert server.stop() == 0
