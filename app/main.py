@@ -190,7 +190,9 @@ def create_app(settings: Settings, container: Container | None = None, *, worker
     # Gates run before routing. Admission control is outermost: under overload a refusal must
     # cost as little as possible (no request id, no log line; it has its own counter). Inside it
     # the observer sees unrouted and refused-by-gate requests and the final status of the rest.
-    # The hottest plain requests skip Litestar's per-request machinery (app.hot_routes), inside every gate.
+    # KeyGate refuses a request without an accepted key before routing; what the key may do is
+    # judged after routing by the KeyAuthentication middleware (app.auth). No request skips
+    # Litestar's routing: the route's dependencies hand out the services as the key sees them.
     handler = JsonBodiesOnly(HeadAsGet(app.asgi_handler, passthrough=(MCP_PATH,)))
     handler = KeyGate(handler, container.authenticator(), OPEN_PATHS, cors=bool(settings.cors_origins))
     admission = PatientAdmission(RequestObserver(handler, service_metrics), settings.max_in_flight, ADMISSION_EXEMPT,
