@@ -8,10 +8,14 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from app.config import Settings
+
+if TYPE_CHECKING:
+    from tests.support.postgres import PostgresServer
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -53,3 +57,22 @@ def installed_example(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterat
     monkeypatch.delitem(sys.modules, "nexusai_keyword_first", raising=False)
     yield target
     sys.modules.pop("nexusai_keyword_first", None)
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator["PostgresServer"]:
+    """A real PostgreSQL 15 for the session (or the one TEST_DATABASE_URL names); started only
+    when a test asks for a PostgreSQL database. Fails, never skips, when it cannot start."""
+    from tests.support.postgres import PostgresServer
+
+    server = PostgresServer().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def postgres_url(postgres_server) -> Iterator[str]:
+    """A fresh database of its own for one test, dropped after it."""
+    url = postgres_server.new_database()
+    yield url
+    postgres_server.drop_database(url)
