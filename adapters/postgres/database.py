@@ -113,8 +113,10 @@ class PostgresDatabase:
         if self._closed:
             raise Unavailable("the database is closed")
         try:
-            with self._pool.connection() as conn:
-                yield conn  # the pool commits on a clean exit and rolls back on an error
+            # An explicit transaction block, so a room's own ``conn.transaction()`` is a savepoint
+            # inside it (not a transaction of its own, committed before the unit ends).
+            with self._pool.connection() as conn, conn.transaction():
+                yield conn
         except DomainError:
             raise
         except psycopg.Error as exc:

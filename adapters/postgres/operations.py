@@ -23,12 +23,14 @@ class PostgresOperations(Reads):
         return await self._db.read(op)
 
     async def sizes(self) -> dict[str, int]:
-        """The database's bytes, the stored embeddings' and each keyword index's (its GIN index)."""
+        """The database's bytes, the stored embeddings', and each keyword index's stored data (its
+        vectors' bytes: values, as SQLite's figure; the GIN index's pages grow in steps)."""
         def op(conn: psycopg.Connection) -> dict[str, int]:
             found = {"database": conn.execute("SELECT pg_database_size(current_database())").fetchone()[0],
                      "embeddings": conn.execute("SELECT pg_total_relation_size('embeddings')").fetchone()[0]}
             for name in NAMES:
-                found[f"{name}_fts"] = conn.execute("SELECT pg_relation_size(%s)", (f"idx_{name}_tsv",)).fetchone()[0]
+                found[f"{name}_fts"] = int(conn.execute(
+                    f"SELECT coalesce(sum(pg_column_size(tsv)), 0) FROM {name}").fetchone()[0])
             return found
 
         return await self._db.read(op)

@@ -1,27 +1,23 @@
 """The embedding outbox on PostgreSQL (table ``embedding_outbox``).
 
-Every replica's worker drains the same table: ``due`` claims the jobs it returns by pushing their
-retry time a lease ahead, in the statement that reads them (``FOR UPDATE SKIP LOCKED``), so two
-replicas never take the same job, and a replica killed mid-job leaves it due again when the lease
-ends. ``complete`` deletes a job, ``defer``/``bury`` replace the lease with their own times.
+Every replica's worker drains the same table: ``claim`` takes the jobs it returns by pushing their
+retry time a lease ahead in the statement that reads them, skipping rows another replica is
+claiming (``FOR UPDATE SKIP LOCKED``), so two replicas never take the same job, and a replica
+killed mid-job leaves it due again when the lease ends.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 
 import psycopg
 
 from adapters.postgres import rows
 from adapters.postgres.reads import Reads, Writes
 from domain.models import format_timestamp, utc_now
-from domain.outbox import Backlog, JobOp, OutboxJob
+from domain.outbox import CLAIM_LEASE, Backlog, JobOp, OutboxJob
 from domain.record_kinds import KINDS, Source
-
-# How long a claimed job stays hidden from other replicas: well beyond one embedding batch, so a
-# live worker finishes first; a dead one's jobs come back after it.
-CLAIM_LEASE = timedelta(seconds=60)
 
 _INSERT = ("INSERT INTO embedding_outbox(collection, op, ref_id, next_attempt_at, created_at)"
            " VALUES (%s, %s, %s, %s, %s)")
@@ -29,14 +25,17 @@ _INSERT = ("INSERT INTO embedding_outbox(collection, op, ref_id, next_attempt_at
 
 class PostgresOutbox(Reads):
     async def due(self, limit: int, now: datetime) -> list[OutboxJob]:
-        lease = format_timestamp(datetime.now(UTC) + CLAIM_LEASE)  # by the clock, whatever ``now`` asks
+        return await self._all(
+            "SELECT * FROM embedding_outbox WHERE next_attempt_at <= %s AND dead_at IS NULL ORDER BY id LIMIT %s",
+            (format_timestamp(now), limit), rows.job_of)
 
+    async def claim(self, limit: int, now: datetime) -> list[OutboxJob]:
         def op(conn: psycopg.Connection) -> list[OutboxJob]:
             found = conn.execute(
                 "WITH claimed AS (SELECT id FROM embedding_outbox WHERE next_attempt_at <= %s AND dead_at IS NULL"
                 " ORDER BY id LIMIT %s FOR UPDATE SKIP LOCKED)"
                 " UPDATE embedding_outbox o SET next_attempt_at = %s FROM claimed WHERE o.id = claimed.id"
-                " RETURNING o.*", (format_timestamp(now), limit, lease)).fetchall()
+                " RETURNING o.*", (format_timestamp(now), limit, format_timestamp(now + CLAIM_LEASE))).fetchall()
             return sorted((rows.job_of(r) for r in found), key=lambda job: job.id)
 
         return await self._db.write(op)
