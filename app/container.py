@@ -60,7 +60,17 @@ def _catalog(store):
     # override the store provider, so this follows the store actually built).
     if isinstance(store, SqliteStore):
         return SqliteIndexCatalog(store.database)
+    if type(store).__name__ == "PostgresStore":  # imported only when chosen (psycopg loads with it)
+        from adapters.postgres.catalog import PostgresIndexCatalog
+
+        return PostgresIndexCatalog(store.database)
     return InMemoryIndexCatalog(store)
+
+
+def _postgres_store(url: str, event_retention: int):
+    from adapters.postgres.store import PostgresStore  # the driver loads only when chosen
+
+    return PostgresStore.open(url, event_retention)
 
 
 def _index_manager(index, catalog, store, embedder, s: Settings) -> IndexManager:
@@ -177,6 +187,8 @@ class Container(containers.DeclarativeContainer):
                                    providers.Callable(_setting("sqlite_synchronous"), settings),
                                    providers.Callable(_setting("event_retention"), settings)),
         memory=providers.Singleton(MemoryStore, providers.Callable(_setting("event_retention"), settings)),
+        postgres=providers.Singleton(_postgres_store, providers.Callable(_setting("database_url"), settings),
+                                     providers.Callable(_setting("event_retention"), settings)),
     )
 
     catalog = providers.Singleton(_catalog, store)
