@@ -145,10 +145,10 @@ async def _running_monitor(monitor, *outlives) -> AsyncIterator:
             log.exception("stopping the health monitor failed")
 
 
-def _expiry_sweeper(expiry, seconds: float):
+def _expiry_sweeper(expiry, seconds: float, store):
     from app.expiry import ExpirySweeper
 
-    return ExpirySweeper(expiry, seconds)
+    return ExpirySweeper(expiry, seconds, store.operations.maintenance_turn)
 
 
 def _health_monitor(container):
@@ -246,7 +246,7 @@ class Container(containers.DeclarativeContainer):
     users = providers.Singleton(UserService, store)
     expiry = providers.Singleton(ExpiryService, store)
     expiry_sweeper = providers.Singleton(_expiry_sweeper, expiry,
-                                         providers.Callable(_setting("expiry_sweep_seconds"), settings))
+                                         providers.Callable(_setting("expiry_sweep_seconds"), settings), store)
     indexing = providers.Singleton(IndexingService, store, index_manager, embedder,
                                    max_attempts=providers.Callable(_setting("embedding_max_attempts"), settings))
     # The app's metrics: SearchService gets their leg observer when it is built (a hook wired

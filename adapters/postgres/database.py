@@ -90,6 +90,15 @@ def lock_key(name: str) -> int:
     return zlib.crc32(f"nexus-memory:{name}".encode())
 
 
+def _release(conn: psycopg.Connection) -> None:
+    """Release a held lock's session at once (the server ends a closed session a moment later)."""
+    try:
+        conn.execute("SELECT pg_advisory_unlock_all()")
+    except psycopg.Error:
+        pass  # the session is gone already, and its locks with it
+    conn.close()
+
+
 class PostgresDatabase:
     """One PostgreSQL database reached through a pool; ``read``/``write`` run a function of a
     connection in one transaction on a worker thread."""
@@ -161,7 +170,7 @@ class PostgresDatabase:
         with self._held_lock:
             conn = self._held.pop(name, None)
         if conn is not None:
-            conn.close()  # closing the session releases its advisory locks
+            _release(conn)
 
     def close(self) -> None:
         if self._closed:
@@ -170,5 +179,5 @@ class PostgresDatabase:
         with self._held_lock:
             held, self._held = list(self._held.values()), {}
         for conn in held:
-            conn.close()
+            _release(conn)
         self._pool.close()
