@@ -23,15 +23,18 @@ EXAMPLE_PLUGIN = Path(__file__).resolve().parent.parent / "examples" / "ranker-p
 
 
 @pytest.fixture
-def make_settings(tmp_path):
+def make_settings(tmp_path, request: pytest.FixtureRequest):
     """Settings for a throwaway service: a real SQLite file in tmp_path, the in-memory vector
-    index and the fake embedder unless overridden."""
+    index and the fake embedder unless overridden. With ``TEST_STORE=postgres`` in the environment
+    the store is a fresh PostgreSQL database instead (``.ci/run`` runs the API suite so once)."""
 
     def build(**overrides) -> Settings:
         values = dict(
             sqlite_path=str(tmp_path / "memory.db"), vector_index="memory", embedder="fake", embedding_dim=16,
             port=0, health_interval=0.05,
         )
+        if os.environ.get("TEST_STORE") == "postgres":
+            values.update(store="postgres", database_url=request.getfixturevalue("postgres_url"))
         values.update(overrides)
         return Settings(**values)
 
