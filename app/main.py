@@ -102,6 +102,9 @@ def create_app(settings: Settings, container: Container | None = None, *, worker
         embedder_report = index_claim = None
         try:
             await container.store_resource()
+            # Another process's write wakes this one's long-polls too (where the store can tell).
+            loop = asyncio.get_running_loop()
+            container.store().events.on_change(lambda: loop.call_soon_threadsafe(event_feed.notify))
             (await container.embedder_resource()).start()  # a model loads in the background; /health says "starting"
             if role is None:
                 # The owner lock WORKERS > 1 elects on: the CLI beside this process sees it runs.

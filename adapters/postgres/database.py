@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+import time
 import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -29,6 +30,7 @@ log = logging.getLogger(__name__)
 
 POOL_SIZE = 8
 CHANGES_CHANNEL = "nexus_memory_changes"  # NOTIFY channel: a unit wrote change events
+LISTEN_POLL_SECONDS = 1.0  # how soon a listener sees ``close``
 
 
 class Row(tuple):
@@ -171,6 +173,24 @@ class PostgresDatabase:
             conn = self._held.pop(name, None)
         if conn is not None:
             _release(conn)
+
+    def listen(self, channel: str, callback: Callable[[], None]) -> None:
+        """Call ``callback`` (on a thread of its own) at each ``NOTIFY channel`` any process sends,
+        and after each (re)connection, when one may have been missed; until ``close``."""
+        def run() -> None:
+            while not self._closed:
+                try:
+                    with psycopg.connect(self.url, autocommit=True) as conn:
+                        conn.execute(f"LISTEN {channel}")
+                        callback()
+                        while not self._closed:
+                            for _ in conn.notifies(timeout=LISTEN_POLL_SECONDS):
+                                callback()
+                except psycopg.Error as exc:
+                    log.warning("listening for %s failed (%s); listening again", channel, exc)
+                    time.sleep(LISTEN_POLL_SECONDS)
+
+        threading.Thread(target=run, name=f"pg-listen-{channel}", daemon=True).start()
 
     def close(self) -> None:
         if self._closed:

@@ -6,7 +6,7 @@ commit, once per transaction), so every replica's feed wakes when any replica wr
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import psycopg
 
@@ -64,6 +64,9 @@ class PostgresEvents(Reads):
     async def after(self, seq: int, limit: int) -> list[Event]:
         return await self._all("SELECT * FROM change_events WHERE seq > %s ORDER BY seq LIMIT %s", (seq, limit),
                                event_of)
+
+    def on_change(self, wake: Callable[[], None]) -> None:
+        self._db.listen(CHANGES_CHANNEL, wake)  # every replica's units NOTIFY (EventTx.append)
 
     async def bounds(self) -> tuple[int, int]:
         def op(conn: psycopg.Connection) -> tuple[int, int]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import psycopg
 import pytest
 
@@ -53,3 +55,18 @@ async def test_a_write_by_one_store_is_read_and_searched_by_another(postgres_url
     finally:
         await writer.close()
         await reader.close()
+
+
+async def test_events_committed_by_another_store_wake_a_watcher(postgres_url: str) -> None:
+    watcher, writer = PostgresStore.open(postgres_url), PostgresStore.open(postgres_url)
+    woken = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    try:
+        watcher.events.on_change(lambda: loop.call_soon_threadsafe(woken.set))
+        await asyncio.wait_for(woken.wait(), 30)  # the first call: listening has begun
+        woken.clear()
+        await writer.uow.run(lambda tx: writes.create_session(tx, "elsewhere", {}))
+        await asyncio.wait_for(woken.wait(), 30)
+    finally:
+        await watcher.close()
+        await writer.close()
