@@ -19,7 +19,6 @@ from contextlib import contextmanager
 from typing import Any, TypeVar
 
 import psycopg
-from psycopg import sql as _sql  # noqa: F401  (re-exported for the rooms that compose identifiers)
 from psycopg.types.string import StrBinaryDumper, StrDumperUnknown
 from psycopg_pool import ConnectionPool
 

@@ -7,7 +7,6 @@ import logging
 
 import psycopg
 
-from adapters.postgres.database import PostgresDatabase
 from adapters.postgres.reads import Reads
 from domain.models import utc_now
 from domain.record_kinds import NAMES
@@ -17,9 +16,6 @@ _COUNTED = ("sessions", "episodes", "entities", "relationships", "summaries", "e
 
 
 class PostgresOperations(Reads):
-    def __init__(self, db: PostgresDatabase) -> None:
-        super().__init__(db)
-
     async def counts(self) -> dict[str, int]:
         def op(conn: psycopg.Connection) -> dict[str, int]:
             return {t: conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in _COUNTED}
