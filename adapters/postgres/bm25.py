@@ -20,18 +20,19 @@ from adapters.postgres.schema import TEXT_CONFIG
 K1, B = 1.2, 0.75
 
 _TEMPLATE = """
-WITH q AS (SELECT to_tsquery('{config}', %s) AS q),
-terms AS (SELECT m[2] AS lexeme, m[3] IS NOT NULL AS prefix
+WITH q AS MATERIALIZED (SELECT to_tsquery('{config}', %s) AS q),
+terms AS MATERIALIZED (SELECT m[2] AS lexeme, m[3] IS NOT NULL AS prefix
           FROM q, regexp_matches(q.q::text, '(!?)''([^'']*)''(:\\*)?', 'g') AS m WHERE m[1] = ''),
-stats AS (SELECT count(*)::float8 AS n, coalesce(avg(tsv_len), 0)::float8 AS avgdl FROM {table}),
-df AS (SELECT terms.lexeme, terms.prefix, greatest(ln((stats.n - found.n + 0.5) / (found.n + 0.5)), 1e-6) AS idf
+stats AS MATERIALIZED (SELECT count(*)::float8 AS n, coalesce(avg(tsv_len), 0)::float8 AS avgdl FROM {table}),
+df AS MATERIALIZED (SELECT terms.lexeme, terms.prefix, greatest(ln((stats.n - found.n + 0.5) / (found.n + 0.5)), 1e-6) AS idf
        FROM terms, stats, LATERAL (SELECT count(*)::float8 AS n FROM {table} x WHERE x.tsv @@ to_tsquery('simple',
            quote_literal(terms.lexeme) || CASE WHEN terms.prefix THEN ':*' ELSE '' END)) AS found)
 SELECT {columns}, (
-    SELECT coalesce(sum(df.idf * tf.f * {k1_1} / (tf.f + {k1} * ({one_b} + {b} * t.tsv_len / greatest(stats.avgdl, 1)))), 0)
-    FROM df, LATERAL (SELECT coalesce(sum(coalesce(array_length(u.positions, 1), 1)), 0)::float8 AS f
-                      FROM unnest(t.tsv) AS u
-                      WHERE CASE WHEN df.prefix THEN starts_with(u.lexeme, df.lexeme) ELSE u.lexeme = df.lexeme END) AS tf
+    SELECT coalesce(sum(tf.idf * tf.f * {k1_1} / (tf.f + {k1} * ({one_b} + {b} * t.tsv_len / greatest(stats.avgdl, 1)))), 0)
+    FROM (SELECT df.idf, sum(coalesce(array_length(u.positions, 1), 1))::float8 AS f
+          FROM unnest(t.tsv) AS u
+          JOIN df ON CASE WHEN df.prefix THEN starts_with(u.lexeme, df.lexeme) ELSE u.lexeme = df.lexeme END
+          GROUP BY df.lexeme, df.prefix, df.idf) AS tf
 ) AS rank_score
 FROM {table} t, q, stats
 WHERE t.tsv @@ q.q AND {where}
