@@ -176,15 +176,21 @@ class PostgresDatabase:
     def listen(self, channel: str, callback: Callable[[], None]) -> None:
         """Call ``callback`` (on a thread of its own) at each ``NOTIFY channel`` any process sends,
         and after each (re)connection, when one may have been missed; until ``close``."""
+        def wake() -> None:
+            try:
+                callback()
+            except Exception as exc:  # e.g. the loop it wakes has closed before the store: the listener lives on
+                log.debug("a change listener failed: %s", exc)
+
         def run() -> None:
             while not self._closed:
                 try:
                     with psycopg.connect(self.url, autocommit=True) as conn:
                         conn.execute(f"LISTEN {channel}")
-                        callback()
+                        wake()
                         while not self._closed:
                             for _ in conn.notifies(timeout=LISTEN_POLL_SECONDS):
-                                callback()
+                                wake()
                 except psycopg.Error as exc:
                     log.warning("listening for %s failed (%s); listening again", channel, exc)
                     time.sleep(LISTEN_POLL_SECONDS)
