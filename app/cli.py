@@ -247,6 +247,31 @@ def backup(path: Annotated[str, typer.Argument(help="the new SQLite file to writ
     _run_backup_step(backup_store, _store_path(_store_settings()), path)
 
 
+@cli.command("migrate-store")
+def migrate_store_(
+    source: Annotated[str, typer.Option("--from", help="the SQLite store: sqlite:PATH (or just PATH)")],
+    target: Annotated[str, typer.Option("--to", help="an empty PostgreSQL database: postgresql://...")],
+) -> None:
+    """Copy a SQLite store into an empty PostgreSQL database (ids, history, the change feed, the
+    outbox, stored embeddings and the index manifest kept), in one transaction; then serve it with
+    STORE=postgres and DATABASE_URL."""
+    from app.migrate_store import MigrationError, migrate_store
+
+    path = source.removeprefix("sqlite:")
+    if not target.startswith(("postgresql://", "postgres://")):
+        typer.echo("migrate-store: --to must be a postgresql:// URL", err=True)
+        raise typer.Exit(2)
+    try:
+        copied = migrate_store(path, target, lambda table, n: typer.echo(f"{table}: {n}"))
+    except MigrationError as exc:
+        typer.echo(f"migrate-store: {exc}", err=True)
+        raise typer.Exit(1) from None
+    except Exception as exc:  # an unreachable server, a refused login: one clear line
+        typer.echo(f"migrate-store failed: {type(exc).__name__}: {exc}", err=True)
+        raise typer.Exit(1) from None
+    typer.echo(f"copied {sum(copied.values())} rows into PostgreSQL")
+
+
 MAX_ID = 2**63 - 1  # SQLite's largest integer: a larger one is a usage error, not an OverflowError
 dead_letters = typer.Typer(help="Embedding jobs given up on after EMBEDDING_MAX_ATTEMPTS failures", no_args_is_help=True)
 cli.add_typer(dead_letters, name="dead-letters")

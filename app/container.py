@@ -63,7 +63,17 @@ def _catalog(store):
     # override the store provider, so this follows the store actually built).
     if isinstance(store, SqliteStore):
         return SqliteIndexCatalog(store.database)
+    if type(store).__name__ == "PostgresStore":  # imported only when chosen (psycopg loads with it)
+        from adapters.postgres.catalog import PostgresIndexCatalog
+
+        return PostgresIndexCatalog(store.database)
     return InMemoryIndexCatalog(store)
+
+
+def _postgres_store(url: str, event_retention: int):
+    from adapters.postgres.store import PostgresStore  # the driver loads only when chosen
+
+    return PostgresStore.open(url, event_retention)
 
 
 def _api_keys(store):
@@ -162,10 +172,10 @@ async def _running_monitor(monitor, *outlives) -> AsyncIterator:
             log.exception("stopping the health monitor failed")
 
 
-def _expiry_sweeper(expiry, seconds: float):
+def _expiry_sweeper(expiry, seconds: float, store):
     from app.expiry import ExpirySweeper
 
-    return ExpirySweeper(expiry, seconds)
+    return ExpirySweeper(expiry, seconds, store.operations.maintenance_turn)
 
 
 def _health_monitor(container):
@@ -200,6 +210,8 @@ class Container(containers.DeclarativeContainer):
                                    providers.Callable(_setting("sqlite_synchronous"), settings),
                                    providers.Callable(_setting("event_retention"), settings)),
         memory=providers.Singleton(MemoryStore, providers.Callable(_setting("event_retention"), settings)),
+        postgres=providers.Singleton(_postgres_store, providers.Callable(_setting("database_url"), settings),
+                                     providers.Callable(_setting("event_retention"), settings)),
     )
 
     catalog = providers.Singleton(_catalog, store)
@@ -260,7 +272,7 @@ class Container(containers.DeclarativeContainer):
     users = providers.Singleton(UserService, store)
     expiry = providers.Singleton(ExpiryService, store)
     expiry_sweeper = providers.Singleton(_expiry_sweeper, expiry,
-                                         providers.Callable(_setting("expiry_sweep_seconds"), settings))
+                                         providers.Callable(_setting("expiry_sweep_seconds"), settings), store)
     indexing = providers.Singleton(IndexingService, store, index_manager, embedder,
                                    max_attempts=providers.Callable(_setting("embedding_max_attempts"), settings))
     # The app's metrics: SearchService gets their leg observer when it is built (a hook wired

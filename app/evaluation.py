@@ -61,8 +61,11 @@ async def prepared(settings: Settings, conversations: Sequence[Conversation]) ->
     and rankers, removed on exit."""
     with tempfile.TemporaryDirectory(prefix="memory-eval-") as tmp:
         index = settings.vector_index if settings.vector_index != "server" else "edge"
+        # A PostgreSQL store is kept (its DATABASE_URL must name an empty database); any other is
+        # a temporary SQLite file.
+        store = "postgres" if settings.store == "postgres" else "sqlite"
         isolated = settings.with_overrides(
-            store="sqlite", sqlite_path=f"{tmp}/eval.db", qdrant_path=f"{tmp}/eval.qdrant", vector_index=index,
+            store=store, sqlite_path=f"{tmp}/eval.db", qdrant_path=f"{tmp}/eval.qdrant", vector_index=index,
         )
         async with opened(isolated) as container:
             await container.store_resource()

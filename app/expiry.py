@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 
 from domain.services import ExpiryService
 
@@ -15,8 +16,10 @@ log = logging.getLogger(__name__)
 
 
 class ExpirySweeper:
-    def __init__(self, expiry: ExpiryService, seconds: float) -> None:
+    def __init__(self, expiry: ExpiryService, seconds: float,
+                 turn: Callable[[str], Awaitable[bool]] | None = None) -> None:
         self._expiry = expiry
+        self._turn = turn  # processes sharing the store sweep one at a time (StoreOperations.maintenance_turn)
         self._seconds = seconds
         self._task: asyncio.Task | None = None
         self.purged = 0  # records purged since start
@@ -35,6 +38,8 @@ class ExpirySweeper:
             self._task = None
 
     async def sweep(self) -> dict[str, int]:
+        if self._turn is not None and not await self._turn("expiry"):
+            return {}
         purged = await self._expiry.purge()
         self.purged += sum(purged.values())
         if any(purged.values()):

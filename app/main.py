@@ -113,6 +113,9 @@ def create_app(settings: Settings, container: Container | None = None, *, servin
         try:
             await container.store_resource()
             await container.authenticator().open_service()  # whether any key closes the service, known from the start
+            # Another process's write wakes this one's long-polls too (where the store can tell).
+            loop = asyncio.get_running_loop()
+            container.store().events.on_change(lambda: loop.call_soon_threadsafe(event_feed.notify))
             (await container.embedder_resource()).start()  # a model loads in the background; /health says "starting"
             manager = await container.index_manager_resource()
             # Never waits for a build: derived data does not hold up start-up. It takes the store's

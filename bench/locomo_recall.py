@@ -8,6 +8,7 @@ createdAt); every category 1-4 question is searched scoped to its session with e
     python bench/locomo_recall.py --embedder hash
     python bench/locomo_recall.py --embedder local --json bench/results/locomo-local.json
     python bench/locomo_recall.py --embedder local --separate   # one store per conversation
+    python bench/locomo_recall.py --embedder hash --rankers keyword --store postgres   # the keyword leg on PostgreSQL
 
 ``--separate`` loads each conversation into a store of its own, so BM25's statistics are the
 conversation's alone (what scope-aware keyword statistics would give). ``--no-captions`` and
@@ -52,6 +53,9 @@ def main() -> None:
     parser.add_argument("--rankers", default=None, help="comma-separated (default: every ranker, default first)")
     parser.add_argument("--default-ranker", default=None)
     parser.add_argument("--separate", action="store_true", help="one store per conversation")
+    parser.add_argument("--store", default="sqlite", choices=["sqlite", "postgres"],
+                        help="postgres: a throwaway PostgreSQL 15 (tests/support/postgres.py), or the empty"
+                             " database TEST_DATABASE_URL names")
     parser.add_argument("--no-captions", action="store_true")
     parser.add_argument("--no-labels", action="store_true")
     parser.add_argument("--json", type=Path, default=None, help="also write the table here")
@@ -72,7 +76,20 @@ def main() -> None:
         Episode.text = property(lambda e: f"{e.user_message}\n{e.ai_response}")  # type: ignore[method-assign]
     rankers = args.rankers.split(",") if args.rankers else None
     groups = [[f] for f in files] if args.separate else [files]
-    runs = [asyncio.run(evaluation.evaluate(settings, group, rankers)) for group in groups]
+    server = None
+    if args.store == "postgres":
+        from tests.support.postgres import PostgresServer
+
+        server = PostgresServer().start()
+    try:
+        runs = []
+        for group in groups:
+            if server is not None:  # an empty database for each store
+                settings = settings.with_overrides(store="postgres", database_url=server.new_database())
+            runs.append(asyncio.run(evaluation.evaluate(settings, group, rankers)))
+    finally:
+        if server is not None:
+            server.stop()
     tables = []
     for run in runs:
         print(evaluation.render(run))

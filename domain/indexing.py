@@ -86,7 +86,7 @@ class IndexingService:
 
     async def run_once(self, batch: int = 64) -> PassResult:
         """Process up to ``batch`` due jobs; returns what was done and deferred."""
-        jobs = await self._store.outbox.due(batch, self._clock())
+        jobs = await self._store.outbox.claim(batch, self._clock())
         result = PassResult()
         if not jobs:
             return result

@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Literal
 
 JobOp = Literal["upsert", "delete", "delete_session"]
+
+# How long jobs a worker claimed stay hidden from every other claim: far beyond one embedding
+# batch, so a live worker settles them first; a worker that died leaves them due again after it.
+CLAIM_LEASE = timedelta(seconds=60)
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Protocol
 
 from domain.changes import Event, EventOp
@@ -14,6 +15,13 @@ class Events(Protocol):
 
     async def bounds(self) -> tuple[int, int]:
         """(oldest seq kept, newest seq); ``(0, 0)`` when the feed is empty."""
+        ...
+
+
+    def on_change(self, wake: Callable[[], None]) -> None:
+        """Call ``wake`` (from any thread, at most once per commit) when another process sharing
+        the store commits events, so waiting readers look at once. A store that cannot tell may
+        never call it: readers then find others' events when they look again."""
         ...
 
 

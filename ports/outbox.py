@@ -11,13 +11,21 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Protocol
 
-from domain.outbox import Backlog, JobOp, OutboxJob
+from domain.outbox import CLAIM_LEASE, Backlog, JobOp, OutboxJob  # noqa: F401  (CLAIM_LEASE: named in claim)
 from domain.record_kinds import Source
 
 
 class EmbeddingOutbox(Protocol):
     async def due(self, limit: int, now: datetime) -> list[OutboxJob]:
         """Live jobs whose retry time has come, oldest first; a job stays until completed."""
+        ...
+
+    async def claim(self, limit: int, now: datetime) -> list[OutboxJob]:
+        """The jobs ``due`` would return, taken for the caller: none of them is returned by another
+        ``claim`` (of this process or any other sharing the store) until ``CLAIM_LEASE`` after
+        ``now``, unless ``defer``/``retry_dead`` set another time first; ``complete`` removes them.
+        So workers of several processes each do a job once, and a worker that dies mid-job leaves
+        it due again when the lease ends."""
         ...
 
     async def complete(self, job_ids: Sequence[int]) -> None:

@@ -8,10 +8,14 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from app.config import Settings
+
+if TYPE_CHECKING:
+    from tests.support.postgres import PostgresServer
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -19,15 +23,18 @@ EXAMPLE_PLUGIN = Path(__file__).resolve().parent.parent / "examples" / "ranker-p
 
 
 @pytest.fixture
-def make_settings(tmp_path):
+def make_settings(tmp_path, request: pytest.FixtureRequest):
     """Settings for a throwaway service: a real SQLite file in tmp_path, the in-memory vector
-    index and the fake embedder unless overridden."""
+    index and the fake embedder unless overridden. With ``TEST_STORE=postgres`` in the environment
+    the store is a fresh PostgreSQL database instead (``.ci/run`` runs the API suite so once)."""
 
     def build(**overrides) -> Settings:
         values = dict(
             sqlite_path=str(tmp_path / "memory.db"), vector_index="memory", embedder="fake", embedding_dim=16,
             port=0, health_interval=0.05,
         )
+        if os.environ.get("TEST_STORE") == "postgres":
+            values.update(store="postgres", database_url=request.getfixturevalue("postgres_url"))
         values.update(overrides)
         return Settings(**values)
 
@@ -53,3 +60,22 @@ def installed_example(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterat
     monkeypatch.delitem(sys.modules, "nexusai_keyword_first", raising=False)
     yield target
     sys.modules.pop("nexusai_keyword_first", None)
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator["PostgresServer"]:
+    """A real PostgreSQL 15 for the session (or the one TEST_DATABASE_URL names); started only
+    when a test asks for a PostgreSQL database. Fails, never skips, when it cannot start."""
+    from tests.support.postgres import PostgresServer
+
+    server = PostgresServer().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def postgres_url(postgres_server) -> Iterator[str]:
+    """A fresh database of its own for one test, dropped after it."""
+    url = postgres_server.new_database()
+    yield url
+    postgres_server.drop_database(url)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import copy
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from adapters.memory.state import MemoryState
 from domain.changes import Event, EventOp, HistoryOp, Version
@@ -56,6 +56,9 @@ class MemoryEvents:
 
     async def after(self, seq: int, limit: int) -> list[Event]:
         return [e for n, e in sorted(self._s.events.items()) if n > seq][:limit]
+
+    def on_change(self, wake: Callable[[], None]) -> None:
+        return None  # only this process writes it: its own writes wake its readers
 
     async def bounds(self) -> tuple[int, int]:
         return (min(self._s.events), max(self._s.events)) if self._s.events else (0, 0)

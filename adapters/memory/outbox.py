@@ -8,7 +8,7 @@ from datetime import datetime
 
 from adapters.memory.state import MemoryState
 from domain.models import format_timestamp, utc_now
-from domain.outbox import Backlog, JobOp, OutboxJob
+from domain.outbox import CLAIM_LEASE, Backlog, JobOp, OutboxJob
 from domain.record_kinds import KINDS, Source
 
 
@@ -20,6 +20,13 @@ class MemoryOutbox:
         cutoff = format_timestamp(now)
         return [job for job_id, job in sorted(self._s.outbox.items())
                 if self._s.retry_at[job_id] <= cutoff and job.dead_at is None][:limit]
+
+    async def claim(self, limit: int, now: datetime) -> list[OutboxJob]:
+        jobs = await self.due(limit, now)
+        lease = format_timestamp(now + CLAIM_LEASE)
+        for job in jobs:
+            self._s.retry_at[job.id] = lease
+        return jobs
 
     async def complete(self, job_ids: Sequence[int]) -> None:
         for job_id in job_ids:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from adapters.sqlite.driver import sqlite3
 from adapters.sqlite.reads import Reads, Writes, in_list
@@ -70,6 +70,10 @@ class SqliteEvents(Reads):
             # power cut and its numbers handed out again, so it is made durable first (connection.py).
             await self._db.read(lambda _conn: self._db.make_durable())
         return events
+
+    def on_change(self, wake: Callable[[], None]) -> None:
+        # SQLite tells no one of another process's commit: the feed's readers look again instead.
+        return None
 
     async def bounds(self) -> tuple[int, int]:
         def op(conn: sqlite3.Connection) -> tuple[int, int]:

@@ -9,7 +9,7 @@ from adapters.sqlite import rows
 from adapters.sqlite.driver import sqlite3
 from adapters.sqlite.reads import Reads, Writes, in_list
 from domain.models import format_timestamp, utc_now
-from domain.outbox import Backlog, JobOp, OutboxJob
+from domain.outbox import CLAIM_LEASE, Backlog, JobOp, OutboxJob
 from domain.record_kinds import KINDS, Source
 
 
@@ -23,6 +23,18 @@ class SqliteOutbox(Reads):
             "SELECT * FROM embedding_outbox WHERE next_attempt_at <= ? AND dead_at IS NULL ORDER BY id LIMIT ?+0",
             (format_timestamp(now), limit), rows.job_of,
         )
+
+    async def claim(self, limit: int, now: datetime) -> list[OutboxJob]:
+        # One write: processes sharing the file take turns at the writer's lock, so none claims a
+        # job another has just claimed.
+        def op(conn: sqlite3.Connection) -> list[OutboxJob]:
+            found = conn.execute(
+                "UPDATE embedding_outbox SET next_attempt_at = ? WHERE id IN (SELECT id FROM embedding_outbox"
+                " WHERE next_attempt_at <= ? AND dead_at IS NULL ORDER BY id LIMIT ?+0) RETURNING *",
+                (format_timestamp(now + CLAIM_LEASE), format_timestamp(now), limit)).fetchall()
+            return sorted((rows.job_of(r) for r in found), key=lambda job: job.id)
+
+        return await self._db.write(op)
 
     async def complete(self, job_ids: Sequence[int]) -> None:
         if not job_ids:

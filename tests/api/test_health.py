@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 
 import pytest
@@ -34,7 +35,8 @@ def test_health_reports_ok_and_every_component(client):
     assert set(components) == COMPONENTS
     assert components["store"]["status"] == "ok" and components["store"]["writable"] is True
     assert components["store"]["critical"] and components["disk"]["critical"]
-    assert components["disk"]["freeBytes"] > 0
+    if os.environ.get("TEST_STORE") != "postgres":  # a database server's disk is not this host's to watch
+        assert components["disk"]["freeBytes"] > 0
     assert components["vectorIndex"]["status"] == "ok" and components["vectorIndex"]["kind"] == "memory"
     embedder = components["embedder"]
     assert (embedder["status"], embedder["reachable"], embedder["dimension"], embedder["kind"]) == (

@@ -1,4 +1,4 @@
-"""Store fixtures: each port's contract suite runs over every adapter set (memory, SQLite)."""
+"""Store fixtures: each port's contract suite runs over every adapter set (memory, SQLite, PostgreSQL)."""
 
 from __future__ import annotations
 
@@ -8,20 +8,29 @@ from pathlib import Path
 import pytest
 
 from adapters.memory.store import MemoryStore
+from adapters.postgres.store import PostgresStore
 from adapters.sqlite.store import SqliteStore
 from ports.store import Store
 
 
-def _open_store(kind: str, tmp_path: Path) -> Store:
+STORE_KINDS = ["memory", "sqlite", "postgres"]
+
+
+def open_store(kind: str, request: pytest.FixtureRequest, event_retention: int | None = None) -> Store:
+    """An empty store of ``kind``: memory, SQLite in the test's tmp_path, or PostgreSQL in a fresh
+    database of the session's server (started only when a test asks for one)."""
+    keep = {} if event_retention is None else {"event_retention": event_retention}
     if kind == "memory":
-        return MemoryStore()
-    return SqliteStore.open(str(tmp_path / "memory.db"))
+        return MemoryStore(**keep)
+    if kind == "postgres":
+        return PostgresStore.open(request.getfixturevalue("postgres_url"), **keep)
+    return SqliteStore.open(str(request.getfixturevalue("tmp_path") / "memory.db"), **keep)
 
 
-@pytest.fixture(params=["memory", "sqlite"])
-async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Store]:
+@pytest.fixture(params=STORE_KINDS)
+async def store(request: pytest.FixtureRequest) -> AsyncIterator[Store]:
     """Every adapter set in turn, empty, closed after the test."""
-    opened = _open_store(request.param, tmp_path)
+    opened = open_store(request.param, request)
     yield opened
     await opened.operations.close()
 

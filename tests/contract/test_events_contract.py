@@ -4,12 +4,10 @@ change, in order, ids only, bounded by the store's retention."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from pathlib import Path
 
 import pytest
 
-from adapters.memory.store import MemoryStore
-from adapters.sqlite.store import SqliteStore
+from tests.contract.conftest import STORE_KINDS, open_store
 from domain import writes
 from domain.models import EpisodeChanges, NewEntity, NewEpisode, NewRelationship
 from domain.outbox import OutboxJob
@@ -79,11 +77,10 @@ async def test_a_failed_unit_leaves_no_event(store: Store) -> None:
     assert await store.events.after(0, 10) == []
 
 
-@pytest.fixture(params=["memory", "sqlite"])
-async def small_feed(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Store]:
+@pytest.fixture(params=STORE_KINDS)
+async def small_feed(request: pytest.FixtureRequest) -> AsyncIterator[Store]:
     """A store that keeps only the newest 100 events."""
-    opened = MemoryStore(event_retention=100) if request.param == "memory" else SqliteStore.open(
-        str(tmp_path / "feed.db"), event_retention=100)
+    opened = open_store(request.param, request, event_retention=100)
     yield opened
     await opened.operations.close()
 

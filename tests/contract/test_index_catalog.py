@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
 
 from adapters.memory.catalog import InMemoryIndexCatalog
 from adapters.memory.store import MemoryStore
 from adapters.sqlite.catalog import SqliteIndexCatalog
-from adapters.sqlite.store import SqliteStore
+from adapters.postgres.catalog import PostgresIndexCatalog
+from tests.contract.conftest import STORE_KINDS, open_store
 from domain import writes
 from domain.models import EpisodeChanges, NewEntity, NewEpisode
 from domain.vectors import ModelRef, decode_vector, encode_vector
@@ -23,14 +23,15 @@ MODEL = ModelRef("hash", "hash", 4)
 OTHER = ModelRef("fake", "fake", 4)
 
 
-@pytest.fixture(params=["memory", "sqlite"])
-async def pair(request, tmp_path: Path) -> AsyncIterator[tuple[Store, IndexCatalog]]:
+@pytest.fixture(params=STORE_KINDS)
+async def pair(request) -> AsyncIterator[tuple[Store, IndexCatalog]]:
     if request.param == "memory":
         store = MemoryStore()
         yield store, InMemoryIndexCatalog(store)
         return
-    store = SqliteStore.open(str(tmp_path / "memory.db"))
-    yield store, SqliteIndexCatalog(store.database)
+    store = open_store(request.param, request)
+    catalog = PostgresIndexCatalog if request.param == "postgres" else SqliteIndexCatalog
+    yield store, catalog(store.database)
     await store.close()
 
 

@@ -4,9 +4,11 @@
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime, timedelta
 
 from domain import writes
+from domain.outbox import CLAIM_LEASE
 from domain.models import EpisodeChanges, NewEntity, NewEpisode, NewSummary
 from ports.store import Store
 from tests.contract.store_helpers import LATER, due_jobs_of_new_episodes, FAR_FUTURE, a_session, jobs
@@ -146,3 +148,22 @@ async def test_retrying_dead_jobs_makes_them_due_now_with_no_attempts(store: Sto
     assert await store.outbox.retry_dead() == 2
     assert await store.outbox.dead(10) == []
     assert (await store.outbox.backlog()).dead == 0
+
+
+async def test_a_claimed_job_is_claimed_once_until_its_lease_ends(store: Store) -> None:
+    added = await due_jobs_of_new_episodes(store, 3)
+    now = datetime.now(UTC)
+    first = await store.outbox.claim(2, now)
+    assert [j.id for j in first] == [j.id for j in added[:2]]
+    assert [j.id for j in await store.outbox.claim(10, now)] == [added[2].id]
+    assert await store.outbox.claim(10, now) == []
+    assert [j.id for j in await store.outbox.due(10, now + CLAIM_LEASE)] == [j.id for j in added]  # still there
+    assert [j.id for j in await store.outbox.claim(10, now + CLAIM_LEASE)] == [j.id for j in added]
+
+
+async def test_concurrent_claims_never_share_a_job(store: Store) -> None:
+    added = await due_jobs_of_new_episodes(store, 40)
+    now = datetime.now(UTC)
+    batches = await asyncio.gather(*(store.outbox.claim(7, now) for _ in range(8)))
+    taken = [j.id for batch in batches for j in batch]
+    assert sorted(taken) == sorted(j.id for j in added)

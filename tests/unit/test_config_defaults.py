@@ -50,9 +50,23 @@ def test_sqlite_path_is_required_unless_a_default_is_given():
 
 
 @pytest.mark.parametrize(("variable", "value"), [("WEIGHTED_ALPHA", "1.5"), ("MMR_LAMBDA", "2"), ("PORT", "x"),
-                                                 ("EMBEDDING_BATCH", "0"), ("STORE", "postgres"),
+                                                 ("EMBEDDING_BATCH", "0"), ("STORE", "mysql"),
                                                  ("WORKERS", "-1")])
 def test_a_bad_value_is_reported_under_its_own_variable(variable, value):
     with pytest.raises(ConfigError) as raised:
         _settings(**{variable: value})
     assert raised.value.variable == variable and str(raised.value).startswith(f"{variable}: must be")
+
+
+@pytest.mark.parametrize("url", [None, "mysql://db/memory", "/var/lib/memory.db"])
+def test_store_postgres_needs_a_postgresql_database_url(url) -> None:
+    env = {"STORE": "postgres", **({"DATABASE_URL": url} if url else {})}
+    with pytest.raises(ConfigError) as raised:
+        load_settings(env=env, dotenv=None)
+    assert raised.value.variable == "DATABASE_URL"
+
+
+def test_store_postgres_needs_no_sqlite_path_and_masks_the_database_password() -> None:
+    settings = load_settings(env={"STORE": "postgres", "DATABASE_URL": "postgresql://memory:s3cret@db:5432/memory"},
+                             dotenv=None)
+    assert settings.store == "postgres" and "s3cret" in settings.secrets

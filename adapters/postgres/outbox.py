@@ -1,0 +1,110 @@
+"""The embedding outbox on PostgreSQL (table ``embedding_outbox``).
+
+Every replica's worker drains the same table: ``claim`` takes the jobs it returns by pushing their
+retry time a lease ahead in the statement that reads them, skipping rows another replica is
+claiming (``FOR UPDATE SKIP LOCKED``), so two replicas never take the same job, and a replica
+killed mid-job leaves it due again when the lease ends.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+import psycopg
+
+from adapters.postgres import rows
+from adapters.postgres.reads import Reads, Writes
+from domain.models import format_timestamp, utc_now
+from domain.outbox import CLAIM_LEASE, Backlog, JobOp, OutboxJob
+from domain.record_kinds import KINDS, Source
+
+_INSERT = ("INSERT INTO embedding_outbox(collection, op, ref_id, next_attempt_at, created_at)"
+           " VALUES (%s, %s, %s, %s, %s)")
+
+
+class PostgresOutbox(Reads):
+    async def due(self, limit: int, now: datetime) -> list[OutboxJob]:
+        return await self._all(
+            "SELECT * FROM embedding_outbox WHERE next_attempt_at <= %s AND dead_at IS NULL ORDER BY id LIMIT %s",
+            (format_timestamp(now), limit), rows.job_of)
+
+    async def claim(self, limit: int, now: datetime) -> list[OutboxJob]:
+        def op(conn: psycopg.Connection) -> list[OutboxJob]:
+            found = conn.execute(
+                "WITH claimed AS (SELECT id FROM embedding_outbox WHERE next_attempt_at <= %s AND dead_at IS NULL"
+                " ORDER BY id LIMIT %s FOR UPDATE SKIP LOCKED)"
+                " UPDATE embedding_outbox o SET next_attempt_at = %s FROM claimed WHERE o.id = claimed.id"
+                " RETURNING o.*", (format_timestamp(now), limit, format_timestamp(now + CLAIM_LEASE))).fetchall()
+            return sorted((rows.job_of(r) for r in found), key=lambda job: job.id)
+
+        return await self._db.write(op)
+
+    async def complete(self, job_ids: Sequence[int]) -> None:
+        if job_ids:
+            ids = list(job_ids)
+            await self._db.write(lambda conn: conn.execute("DELETE FROM embedding_outbox WHERE id = ANY(%s)", (ids,)))
+
+    async def defer(self, job_ids: Sequence[int], error: str, retry_at: datetime) -> None:
+        if job_ids:
+            ids = list(job_ids)
+            await self._db.write(lambda conn: conn.execute(
+                "UPDATE embedding_outbox SET attempts = attempts + 1, last_error = %s, next_attempt_at = %s"
+                " WHERE id = ANY(%s)", (error[:500], format_timestamp(retry_at), ids)))
+
+    async def bury(self, job_ids: Sequence[int], error: str) -> None:
+        if job_ids:
+            ids = list(job_ids)
+            await self._db.write(lambda conn: conn.execute(
+                "UPDATE embedding_outbox SET attempts = attempts + 1, last_error = %s, dead_at = %s WHERE id = ANY(%s)",
+                (error[:500], utc_now(), ids)))
+
+    async def dead(self, limit: int) -> list[OutboxJob]:
+        return await self._all("SELECT * FROM embedding_outbox WHERE dead_at IS NOT NULL ORDER BY id LIMIT %s",
+                               (limit,), rows.job_of)
+
+    async def retry_dead(self, job_ids: Sequence[int] | None = None) -> int:
+        ids = list(job_ids or [])
+        if job_ids is not None and not ids:
+            return 0
+        where, params = (" AND id = ANY(%s)", [ids]) if job_ids is not None else ("", [])
+        return await self._db.write(lambda conn: conn.execute(
+            "UPDATE embedding_outbox SET attempts = 0, dead_at = NULL, next_attempt_at = %s"
+            f" WHERE dead_at IS NOT NULL{where}", [utc_now(), *params]).rowcount)
+
+    async def backlog(self) -> Backlog:
+        def op(conn: psycopg.Connection) -> Backlog:
+            pending, oldest, failing, dead = conn.execute(
+                "SELECT count(*) FILTER (WHERE dead_at IS NULL), min(created_at) FILTER (WHERE dead_at IS NULL),"
+                " count(*) FILTER (WHERE dead_at IS NULL AND attempts > 0), count(*) FILTER (WHERE dead_at IS NOT NULL)"
+                " FROM embedding_outbox").fetchone()
+            last = conn.execute("SELECT last_error FROM embedding_outbox WHERE last_error IS NOT NULL"
+                                " ORDER BY id DESC LIMIT 1").fetchone()
+            return Backlog(pending, oldest, last[0] if last else None, failing or 0, dead or 0)
+
+        return await self._db.read(op)
+
+
+class OutboxTx(Writes):
+    __slots__ = ()
+
+    def enqueue(self, collection: Source, op: JobOp, ref_ids: Sequence[int]) -> None:
+        now = utc_now()
+        found = [(collection, op, ref_id, now, now) for ref_id in ref_ids]
+        if len(found) == 1:
+            self._conn.execute(_INSERT, found[0])
+        elif found:
+            with self._conn.cursor() as cur:
+                cur.executemany(_INSERT, found)
+
+    def complete(self, job_ids: Sequence[int]) -> None:
+        ids = list(job_ids)
+        if ids:
+            self._conn.execute("DELETE FROM embedding_outbox WHERE id = ANY(%s)", (ids,))
+
+    def enqueue_every(self, collection: Source) -> int:
+        now = utc_now()
+        table = KINDS[collection].name  # each kind's rows live in the table of its name
+        return self._conn.execute(
+            "INSERT INTO embedding_outbox(collection, op, ref_id, next_attempt_at, created_at)"
+            f" SELECT %s, 'upsert', id, %s, %s FROM {table} ORDER BY id", (collection, now, now)).rowcount

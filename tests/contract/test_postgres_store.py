@@ -1,0 +1,72 @@
+"""What only PostgreSQL has among the stores: several processes opening one database at once."""
+
+from __future__ import annotations
+
+import asyncio
+
+import psycopg
+import pytest
+
+from adapters.postgres.schema import SCHEMA_VERSION
+from adapters.postgres.store import PostgresStore
+from domain import writes
+from domain.keywords import plain_query
+from domain.models import NewEpisode
+
+
+async def test_one_store_at_a_time_holds_a_maintenance_turn(postgres_url: str) -> None:
+    first, second = PostgresStore.open(postgres_url), PostgresStore.open(postgres_url)
+    try:
+        assert await first.operations.maintenance_turn("expiry") is True
+        assert await second.operations.maintenance_turn("expiry") is False
+        assert await second.operations.maintenance_turn("index-verify") is True  # another task, its own turn
+        await first.close()
+        assert await second.operations.maintenance_turn("expiry") is True  # released with its holder
+    finally:
+        await first.close()
+        await second.close()
+
+
+async def test_opening_migrates_once_and_records_the_version(postgres_url: str) -> None:
+    for _ in range(2):
+        await PostgresStore.open(postgres_url).close()
+    with psycopg.connect(postgres_url) as conn:
+        versions = [v for (v,) in conn.execute("SELECT version FROM schema_migrations ORDER BY version")]
+    assert versions == list(range(1, SCHEMA_VERSION + 1))
+
+
+async def test_a_database_newer_than_the_code_is_refused(postgres_url: str) -> None:
+    await PostgresStore.open(postgres_url).close()
+    with psycopg.connect(postgres_url) as conn:
+        conn.execute("INSERT INTO schema_migrations(version) VALUES (%s)", (SCHEMA_VERSION + 1,))
+    with pytest.raises(RuntimeError, match="newer"):
+        PostgresStore.open(postgres_url)
+
+
+async def test_a_write_by_one_store_is_read_and_searched_by_another(postgres_url: str) -> None:
+    writer, reader = PostgresStore.open(postgres_url), PostgresStore.open(postgres_url)
+    try:
+        session = await writer.uow.run(lambda tx: writes.create_session(tx, "shared", {}))
+        [episode] = await writer.uow.run(lambda tx: writes.add_episodes(
+            tx, [NewEpisode(session.id, "she was running to the café", "ok")]))
+        assert (await reader.episodes.get(episode.id)).user_message == "she was running to the café"
+        for text in ("runs", "café", "she"):  # stemmed like porter, and no stop words left out
+            assert [h.item.id for h in await reader.keywords.search("episodes", plain_query(text), 10)] == [episode.id]
+    finally:
+        await writer.close()
+        await reader.close()
+
+
+async def test_events_committed_by_another_store_wake_a_watcher(postgres_url: str) -> None:
+    watcher, writer = PostgresStore.open(postgres_url), PostgresStore.open(postgres_url)
+    woken = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    try:
+        watcher.events.on_change(lambda: loop.call_soon_threadsafe(woken.set))
+        await asyncio.wait_for(woken.wait(), 30)  # the first call: listening has begun
+        woken.clear()
+        await writer.uow.run(lambda tx: writes.create_session(tx, "elsewhere", {}))
+        await asyncio.wait_for(woken.wait(), 30)
+    finally:
+        await watcher.close()
+        await writer.close()
