@@ -38,6 +38,7 @@ from app.plugins import RankerRegistry, get_plugin_manager
 from domain.context import ContextService
 from domain.feed import EventService, HistoryService
 from domain.index_manager import IndexManager
+from domain.freshness import ReadYourWrites
 from domain.indexing import IndexingService
 from domain.ranking import RankerConfig
 from domain.retrieval import SearchService
@@ -240,9 +241,14 @@ class Container(containers.DeclarativeContainer):
     # The app's metrics: SearchService gets their leg observer when it is built (a hook wired
     # here), and the embed counters are read from ``indexing``.
     metrics = providers.Singleton(_service_metrics, indexing)
+    fresh = providers.Singleton(
+        ReadYourWrites, store, indexing, providers.Callable(_setting("read_your_writes_max"), settings),
+        providers.Callable(lambda s: s.read_your_writes_ms / 1000, settings),
+    )
     search = providers.Singleton(
         SearchService, store, index_manager, embedder, rankers,
         providers.Callable(_setting("default_ranker"), settings), observe_leg=metrics.provided.observe_leg,
+        fresh=fresh,
     )
     context = providers.Singleton(ContextService, store, search)
     history = providers.Singleton(HistoryService, store)

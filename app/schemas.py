@@ -156,7 +156,9 @@ class SearchRequest(Body):
     user_id: Name | None = None
     agent_id: Name | None = None
     filter: SearchFilter | None = None
-    min_score: float | None = None
+    # On the 0-1 relevance scale (domain.relevance); unset: the ranker's floor, 0: every hit.
+    min_score: Annotated[float, msgspec.Meta(ge=0.0, le=1.0)] | None = None
+    read_your_writes: bool = True
 
     def __post_init__(self) -> None:
         self.since, self.until = _utc(self.since, "since"), _utc(self.until, "until")
@@ -284,6 +286,7 @@ class SearchHitOut(Camel):
     source: str
     id: int
     score: float
+    relevance: float
     vector: LegOut | None
     keyword: LegOut | None
     episode: EpisodeOut | None = None
@@ -296,6 +299,8 @@ class SearchOut(Camel):
     degraded: bool
     warnings: list[str]
     hits: list[SearchHitOut]
+    pending: int = 0
+    min_score: float = 0.0
 
 
 class ScoredEpisode(Camel):
@@ -371,9 +376,11 @@ def search_out(result: SearchResult) -> SearchOut:
     hits = []
     for h in result.hits:
         field, out = _HIT_FIELD[type(h.item)]
-        hits.append(SearchHitOut(source=h.source, id=h.item.id, score=h.score, vector=wire(h.vector, LegOut | None),
-                                 keyword=wire(h.keyword, LegOut | None), **{field: wire(h.item, out)}))
-    return SearchOut(ranker=result.ranker, degraded=result.degraded, warnings=result.warnings, hits=hits)
+        hits.append(SearchHitOut(source=h.source, id=h.item.id, score=h.score, relevance=round(h.relevance, 4),
+                                 vector=wire(h.vector, LegOut | None), keyword=wire(h.keyword, LegOut | None),
+                                 **{field: wire(h.item, out)}))
+    return SearchOut(ranker=result.ranker, degraded=result.degraded, warnings=result.warnings, hits=hits,
+                     pending=result.pending, min_score=result.floor)
 
 
 def context_out(c: ContextPackage) -> ContextOut:

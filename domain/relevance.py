@@ -1,0 +1,86 @@
+"""Relevance on one fixed 0–1 scale, whatever the ranker and whatever the query.
+
+A ranker's score orders the hits of one search, but it is relative: z-scores and reciprocal ranks
+give the best of a set of unrelated records a high score all the same, so "my new pet cat" found
+"nurse in Leeds" with a fused score near zero and no way to tell it apart from a poor match. A
+hit's relevance is read from absolute evidence instead, so the same number means the same thing
+on every search and for every built-in ranker:
+
+- meaning: the cosine between the query's vector and the record's, mapped linearly from
+  ``UNRELATED_COSINE`` (0) to ``CLOSE_COSINE`` (1) and clipped;
+- words: the share of the query's content words (stop-words left out) the record contains, each
+  word compared by its first ``STEM`` letters so "allergies" meets "allergic", scaled so that a
+  record holding only one word of a longer question stays low (``WORDS_FLOOR``).
+
+The relevance is the larger of the two: either kind of evidence suffices on its own (the keyword
+leg finds names a small embedding model blurs; the vector leg finds paraphrases). A turn that a
+conversation ranker brings in as the neighbour of a hit inherits ``NEIGHBOUR_SHARE`` of that hit's
+relevance, the share its score inherits by default. A record the vector leg did not return has no
+meaning evidence (its cosine is unknown, and below the leg's depth it is weak anyway).
+
+The constants are calibrated on the LoCoMo development set with all-MiniLM-L6-v2 (the default
+in-process model); an embedder whose cosines run higher or lower shifts the vector side.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from domain.keywords import terms_of
+
+UNRELATED_COSINE = 0.15
+"""Relevance 0: about the median cosine between a question and a turn that does not answer it."""
+CLOSE_COSINE = 0.65
+"""Relevance 1: a cosine only close paraphrases and direct answers reach."""
+WORDS_FLOOR = 0.25
+"""Word coverage at or below this share counts as no evidence: one shared word of four is chance."""
+STEM = 5
+NEIGHBOUR_SHARE = 0.5
+
+DEFAULT_FLOOR = 0.2
+"""Hits below this relevance are not returned unless a request asks for a lower ``minScore``."""
+
+
+def _stems(words: Iterable[str]) -> set[str]:
+    return {word[:STEM] if len(word) > STEM else word.removesuffix("s") for word in words}
+
+
+def query_terms(query: str) -> frozenset[str]:
+    """The query's content words as compared with records (stop-words dropped, stemmed)."""
+    return frozenset(_stems(terms_of(query, drop_stop_words=True)))
+
+
+def word_evidence(terms: frozenset[str], text: str) -> float:
+    """0–1: the share of ``terms`` in ``text`` above ``WORDS_FLOOR``, rescaled to reach 1."""
+    if not terms:
+        return 0.0
+    found = len(terms & _stems(terms_of(text))) / len(terms)
+    return max(0.0, (found - WORDS_FLOOR) / (1.0 - WORDS_FLOOR))
+
+
+def meaning_evidence(cosine: float) -> float:
+    """0–1: the cosine placed between ``UNRELATED_COSINE`` and ``CLOSE_COSINE``."""
+    return min(1.0, max(0.0, (cosine - UNRELATED_COSINE) / (CLOSE_COSINE - UNRELATED_COSINE)))
+
+
+def relevance_of(
+    query: str, texts: Mapping[object, str], cosines: Mapping[object, float],
+    neighbours: Mapping[object, Iterable[object]] = {},
+) -> dict[object, float]:
+    """The relevance of every key of ``texts``: ``cosines`` holds the vector leg's scores;
+    ``neighbours`` maps a hit to the keys next to it that a ranker may have lifted."""
+    terms = query_terms(query)
+    out: dict[object, float] = {}
+    for key, text in texts.items():
+        cosine = cosines.get(key)
+        vector_side = meaning_evidence(cosine) if cosine is not None else 0.0
+        out[key] = max(vector_side, word_evidence(terms, text))
+    inherited: dict[object, float] = {}
+    for key, around in neighbours.items():
+        share = NEIGHBOUR_SHARE * out.get(key, 0.0)
+        for neighbour in around:
+            if neighbour in out and share > inherited.get(neighbour, 0.0):
+                inherited[neighbour] = share
+    for key, value in inherited.items():
+        out[key] = max(out[key], value)
+    return out
