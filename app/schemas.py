@@ -306,17 +306,22 @@ class SearchOut(Camel):
 class ScoredEpisode(Camel):
     episode: EpisodeOut
     score: float
+    relevance: float = 0.0
 
 
 class ScoredSummary(Camel):
     summary: SummaryOut
     score: float
+    relevance: float = 0.0
 
 
 class OmittedOut(Camel):
     kind: str
     id: int
     tokens: int
+    role: str  # relevant | recent | neighbour | mentioned
+    reason: str  # budget | relevantLimit
+    relevance: float | None = None
 
 
 class ContextOut(Camel):
@@ -332,6 +337,8 @@ class ContextOut(Camel):
     omitted: list[OmittedOut]
     degraded: bool
     warnings: list[str]
+    neighbour_episodes: list[EpisodeOut] = msgspec.field(default_factory=list)
+    pending: int = 0
 
 
 class RankerOut(Camel):
@@ -388,8 +395,12 @@ def context_out(c: ContextPackage) -> ContextOut:
     return ContextOut(
         session_id=c.session_id, query=c.query, token_budget=c.token_budget, tokens_used=c.tokens_used,
         recent_episodes=wire(c.recent_episodes, list[EpisodeOut]),
-        relevant_episodes=[ScoredEpisode(episode=wire(e, EpisodeOut), score=s) for e, s in c.relevant_episodes],
-        summaries=[ScoredSummary(summary=wire(x, SummaryOut), score=s) for x, s in c.summaries],
+        relevant_episodes=[ScoredEpisode(episode=wire(e, EpisodeOut), score=s,
+                                         relevance=round(c.relevance.get(("episode", e.id), 0.0), 4))
+                           for e, s in c.relevant_episodes],
+        summaries=[ScoredSummary(summary=wire(x, SummaryOut), score=s,
+                                 relevance=round(c.relevance.get(("summary", x.id), 0.0), 4)) for x, s in c.summaries],
         entities=wire(c.entities, list[EntityOut]), relationships=wire(c.relationships, list[RelationshipOut]),
         omitted=wire(c.omitted, list[OmittedOut]), degraded=c.degraded, warnings=c.warnings,
+        neighbour_episodes=wire(c.neighbour_episodes, list[EpisodeOut]), pending=c.pending,
     )
