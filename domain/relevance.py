@@ -15,8 +15,10 @@ on every search and for every built-in ranker:
 The relevance is the larger of the two: either kind of evidence suffices on its own (the keyword
 leg finds names a small embedding model blurs; the vector leg finds paraphrases). A turn that a
 conversation ranker brings in as the neighbour of a hit inherits ``NEIGHBOUR_SHARE`` of that hit's
-relevance, the share its score inherits by default. A record the vector leg did not return has no
-meaning evidence (its cosine is unknown, and below the leg's depth it is weak anyway).
+relevance, the share its score inherits by default, but only when it is on the subject at all
+(some evidence of its own): the turn after "we adopted a kitten" may be "I work as a nurse in
+Leeds", and that is no answer to a question about a pet. The cosine of a returned record the
+vector leg did not rank is computed from its stored vector, so every hit is judged alike.
 
 The constants are calibrated on the LoCoMo development set with all-MiniLM-L6-v2 (the default
 in-process model); an embedder whose cosines run higher or lower shifts the vector side.
@@ -24,7 +26,8 @@ in-process model); an embedder whose cosines run higher or lower shifts the vect
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import math
+from collections.abc import Iterable, Mapping, Sequence
 
 from domain.keywords import terms_of
 
@@ -64,6 +67,12 @@ def meaning_evidence(cosine: float) -> float:
     return min(1.0, max(0.0, (cosine - UNRELATED_COSINE) / (CLOSE_COSINE - UNRELATED_COSINE)))
 
 
+def cosine(left: Sequence[float], right: Sequence[float]) -> float:
+    """The cosine of two vectors; 0 when either has no length."""
+    norms = math.sqrt(math.fsum(x * x for x in left)) * math.sqrt(math.fsum(y * y for y in right))
+    return math.fsum(x * y for x, y in zip(left, right)) / norms if norms else 0.0
+
+
 def relevance_of(
     query: str, texts: Mapping[object, str], cosines: Mapping[object, float],
     neighbours: Mapping[object, Iterable[object]] = {},
@@ -80,7 +89,7 @@ def relevance_of(
     for key, around in neighbours.items():
         share = NEIGHBOUR_SHARE * out.get(key, 0.0)
         for neighbour in around:
-            if neighbour in out and share > inherited.get(neighbour, 0.0):
+            if out.get(neighbour, 0.0) > 0.0 and share > inherited.get(neighbour, 0.0):
                 inherited[neighbour] = share
     for key, value in inherited.items():
         out[key] = max(out[key], value)

@@ -28,7 +28,7 @@ from domain.models import Owner
 from domain.vectors import VectorFilter, index_part
 from ports.embedder import Embedder
 from domain.record_kinds import EPISODES, KINDS
-from domain.relevance import DEFAULT_FLOOR, relevance_of
+from domain.relevance import DEFAULT_FLOOR, cosine, relevance_of
 from ports.store import Store
 from ports.ranker import Ranker
 from ports.vector_index import VectorIndex
@@ -171,7 +171,7 @@ class SearchService:
         judged = {hit.key for hit in ranked} | neighbours.keys()
         relevance = relevance_of(
             q.query, {key: getattr(candidates[key].item, "text", "") for key in judged},
-            {key: leg.score for key, leg in vec.items()},
+            await self._cosines(judged, vec, query_vector),
             {key: (*around.before, *around.after) for key, around in neighbours.items()},
         )
         floor = q.min_score if q.min_score is not None else ranker_floor(ranker)
@@ -276,6 +276,23 @@ class SearchService:
                              for side in (around.before, around.after))
             context[(EPISODES.name, episode_id)] = Context(before=before, after=after)
         return context
+
+    async def _cosines(self, keys: set[Key], vec: dict[Key, LegInfo], query_vector) -> dict[Key, float]:
+        """The query's cosine with each of ``keys``: the vector leg's score where it ranked the
+        record, else from the stored vector (none when the index cannot say)."""
+        cosines = {key: vec[key].score for key in keys if key in vec}
+        missing: dict[str, list[int]] = {}
+        for source, item_id in keys - cosines.keys():
+            missing.setdefault(source, []).append(item_id)
+        if query_vector is None:
+            return cosines
+        for source, ids in missing.items():
+            try:
+                stored = await self._index.retrieve_vectors(source, ids)
+            except DomainError:
+                continue
+            cosines.update({(source, item_id): cosine(query_vector, v) for item_id, v in stored.items()})
+        return cosines
 
     async def _with_vectors(self, candidates: dict[Key, Candidate]) -> dict[Key, Candidate]:
         by_source: dict[str, list[int]] = {}
