@@ -23,7 +23,7 @@ sys.path.insert(0, str(ROOT))
 
 from app import evaluation  # noqa: E402
 from app.config import Settings  # noqa: E402
-from domain.evaluation import recall  # noqa: E402
+from domain.eval_metrics import recall  # noqa: E402
 from domain.retrieval import SearchQuery  # noqa: E402
 
 FLOORS = (0.0, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5)
