@@ -6,8 +6,8 @@ give the best of a set of unrelated records a high score all the same, so "my ne
 hit's relevance is read from absolute evidence instead, so the same number means the same thing
 on every search and for every built-in ranker:
 
-- meaning: the cosine between the query's vector and the record's, mapped linearly from
-  ``UNRELATED_COSINE`` (0) to ``CLOSE_COSINE`` (1) and clipped;
+- meaning: the cosine between the query's vector and the record's, mapped linearly from the
+  embedding model's ``CosineScale.unrelated`` (0) to its ``close`` (1) and clipped;
 - words: the share of the query's content words (stop-words left out) the record contains, each
   word compared by its first ``STEM`` letters so "allergies" meets "allergic", scaled so that a
   record holding only one word of a longer question stays low (``WORDS_FLOOR``).
@@ -20,22 +20,41 @@ relevance, the share its score inherits by default, but only when it is on the s
 Leeds", and that is no answer to a question about a pet. The cosine of a returned record the
 vector leg did not rank is computed from its stored vector, so every hit is judged alike.
 
-The constants are calibrated on the LoCoMo development set with all-MiniLM-L6-v2 (the default
-in-process model); an embedder whose cosines run higher or lower shifts the vector side.
+The constants are calibrated on the LoCoMo development set (``bench/relevance_floor.py``) with
+all-MiniLM-L6-v2, the default in-process model, and with the hashing embedder.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 
 from domain.keywords import terms_of
 
-UNRELATED_COSINE = 0.2
-"""Relevance 0: below the median cosine (0.25) between a question and the best turns of another
-conversation, where nothing answers it (all-MiniLM-L6-v2, LoCoMo dev)."""
-CLOSE_COSINE = 0.65
-"""Relevance 1: a cosine only close paraphrases and direct answers reach."""
+@dataclass(frozen=True, slots=True)
+class CosineScale:
+    """Where an embedding model's cosines mean relevance 0 (``unrelated``) and 1 (``close``)."""
+
+    unrelated: float
+    close: float
+
+
+MINILM = CosineScale(0.2, 0.65)
+"""all-MiniLM-L6-v2 on the LoCoMo dev set: a question and the best turns of another conversation
+(where nothing answers it) meet at a median cosine of 0.25; evidence turns at 0.46 (p10 0.32);
+only close paraphrases and direct answers pass 0.65."""
+HASHED = CosineScale(0.1, 0.45)
+"""Feature hashing, whose cosines run lower: off-topic median 0.13, evidence median 0.32 (p10 0.21)."""
+COSINE_SCALES = {"all-minilm-l6-v2": MINILM, "hash": HASHED, "fake": HASHED}
+"""By model name; a model not listed is read on all-MiniLM-L6-v2's scale (sentence embedding
+models of its family spread their cosines alike; measure yours with bench/relevance_floor.py)."""
+
+
+def cosine_scale(model: str) -> CosineScale:
+    return COSINE_SCALES.get(model.rsplit("/", 1)[-1].lower(), MINILM)
+
+
 WORDS_FLOOR = 0.25
 """Word coverage at or below this share counts as no evidence: one shared word of four is chance."""
 STEM = 5
@@ -62,9 +81,9 @@ def word_evidence(terms: frozenset[str], text: str) -> float:
     return max(0.0, (found - WORDS_FLOOR) / (1.0 - WORDS_FLOOR))
 
 
-def meaning_evidence(cosine: float) -> float:
-    """0–1: the cosine placed between ``UNRELATED_COSINE`` and ``CLOSE_COSINE``."""
-    return min(1.0, max(0.0, (cosine - UNRELATED_COSINE) / (CLOSE_COSINE - UNRELATED_COSINE)))
+def meaning_evidence(cosine: float, scale: CosineScale = MINILM) -> float:
+    """0–1: the cosine placed between the scale's ``unrelated`` and ``close``."""
+    return min(1.0, max(0.0, (cosine - scale.unrelated) / (scale.close - scale.unrelated)))
 
 
 def cosine(left: Sequence[float], right: Sequence[float]) -> float:
@@ -75,7 +94,7 @@ def cosine(left: Sequence[float], right: Sequence[float]) -> float:
 
 def relevance_of(
     query: str, texts: Mapping[object, str], cosines: Mapping[object, float],
-    neighbours: Mapping[object, Iterable[object]] = {},
+    neighbours: Mapping[object, Iterable[object]] = {}, scale: CosineScale = MINILM,
 ) -> dict[object, float]:
     """The relevance of every key of ``texts``: ``cosines`` holds the vector leg's scores;
     ``neighbours`` maps a hit to the keys next to it that a ranker may have lifted."""
@@ -83,7 +102,7 @@ def relevance_of(
     out: dict[object, float] = {}
     for key, text in texts.items():
         cosine = cosines.get(key)
-        vector_side = meaning_evidence(cosine) if cosine is not None else 0.0
+        vector_side = meaning_evidence(cosine, scale) if cosine is not None else 0.0
         out[key] = max(vector_side, word_evidence(terms, text))
     inherited: dict[object, float] = {}
     for key, around in neighbours.items():

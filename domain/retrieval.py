@@ -28,7 +28,7 @@ from domain.models import Owner
 from domain.vectors import VectorFilter, index_part
 from ports.embedder import Embedder
 from domain.record_kinds import EPISODES, KINDS
-from domain.relevance import DEFAULT_FLOOR, cosine, relevance_of
+from domain.relevance import DEFAULT_FLOOR, cosine, cosine_scale, relevance_of
 from ports.store import Store
 from ports.ranker import Ranker
 from ports.vector_index import VectorIndex
@@ -173,6 +173,7 @@ class SearchService:
             q.query, {key: getattr(candidates[key].item, "text", "") for key in judged},
             await self._cosines(judged, vec, query_vector),
             {key: (*around.before, *around.after) for key, around in neighbours.items()},
+            cosine_scale(self._embedder.model),
         )
         floor = q.min_score if q.min_score is not None else ranker_floor(ranker)
         hits = [
