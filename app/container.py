@@ -96,6 +96,18 @@ def _ranker_config(s: Settings) -> RankerConfig:
     )
 
 
+def _reranker(settings: Settings, client, manager):
+    """The configured ``RERANKER_URL`` server, else the first plugin's reranker, else none. A
+    search waits for it no longer than for the vector index."""
+    if settings.reranker_url:
+        from adapters.rerankers.http import HttpReranker
+
+        timeout = min(settings.embedding_timeout, settings.vector_query_timeout)
+        return HttpReranker(settings.reranker_url, settings.reranker_api, client, settings.reranker_model,
+                            timeout=timeout)
+    return manager.hook.nexusai_memory_reranker(options=dict(settings.ranker_options))
+
+
 def _setting(name: str):
     return attrgetter(name)
 
@@ -245,10 +257,11 @@ class Container(containers.DeclarativeContainer):
         ReadYourWrites, store, indexing, providers.Callable(_setting("read_your_writes_max"), settings),
         providers.Callable(lambda s: s.read_your_writes_ms / 1000, settings),
     )
+    reranker = providers.Singleton(_reranker, settings, http_client, plugin_manager)
     search = providers.Singleton(
         SearchService, store, index_manager, embedder, rankers,
         providers.Callable(_setting("default_ranker"), settings), observe_leg=metrics.provided.observe_leg,
-        fresh=fresh,
+        fresh=fresh, reranker=reranker, rerank_depth=providers.Callable(_setting("rerank_depth"), settings),
     )
     context = providers.Singleton(ContextService, store, search)
     history = providers.Singleton(HistoryService, store)

@@ -28,9 +28,11 @@ from domain.models import Owner
 from domain.vectors import VectorFilter, index_part
 from ports.embedder import Embedder
 from domain.record_kinds import EPISODES, KINDS
+from domain.reranking import DEFAULT_DEPTH, reranked
 from domain.relevance import DEFAULT_FLOOR, cosine, cosine_scale, relevance_of
 from ports.store import Store
 from ports.ranker import Ranker
+from ports.reranker import Reranker
 from ports.vector_index import VectorIndex
 
 MIN_DEPTH = 50
@@ -109,7 +111,7 @@ class SearchService:
     def __init__(
         self, store: Store, index: VectorIndex, embedder: Embedder, rankers: RankerLookup,
         default_ranker: str, observe_leg: Callable[[str, float], None] | None = None,
-        fresh: ReadYourWrites | None = None,
+        fresh: ReadYourWrites | None = None, reranker: Reranker | None = None, rerank_depth: int = DEFAULT_DEPTH,
     ) -> None:
         self._store = store
         self._index = index
@@ -124,6 +126,9 @@ class SearchService:
         # Embeds the searched scope's waiting records first and counts what still waits (``pending``);
         # None: neither (a store with no outbox to read, or a caller that does not want it).
         self.fresh = fresh
+        # Optional: reorders the ranker's first ``rerank_depth`` hits (``domain.reranking``).
+        self.reranker = reranker
+        self.rerank_depth = max(1, rerank_depth)
 
     async def search(self, q: SearchQuery) -> SearchResult:
         check_text(q.query, "query", maximum=MAX_QUERY)
@@ -160,13 +165,21 @@ class SearchService:
             neighbours = await self._with_neighbours(candidates, near_top, window, q.since, q.until, q.metadata)
         if ranker.needs_vectors and candidates and query_vector is not None:
             candidates = await self._with_vectors(candidates)
+        # A reranker reorders more than the limit, so that a hit it lifts can come from below the cut.
+        depth = q.limit if self.reranker is None else max(q.limit, self.rerank_depth)
         request = RankingRequest(
             query=q.query, query_vector=query_vector, vector_hits=vector_hits, keyword_hits=keyword_hits,
-            candidates=candidates, limit=q.limit, now=datetime.now(UTC), neighbours=neighbours,
+            candidates=candidates, limit=depth, now=datetime.now(UTC), neighbours=neighbours,
         )
         vec = {h.key: LegInfo(h.rank, h.score) for h in vector_hits}
         kw = {h.key: LegInfo(h.rank, h.score) for h in keyword_hits}
-        ranked = [hit for hit in ranker.rank(request) if hit.key in candidates][: q.limit]
+        ranked = [hit for hit in ranker.rank(request) if hit.key in candidates][:depth]
+        degraded = bool(warnings)  # the vector leg's trouble; a reranker's is a warning only
+        if self.reranker is not None:
+            ranked, trouble = await reranked(
+                self.reranker, q.query, ranked, {h.key: getattr(candidates[h.key].item, "text", "") for h in ranked})
+            warnings = warnings + [trouble] if trouble else warnings
+        ranked = ranked[: q.limit]
         # The anchors' relevance too: a neighbour a ranker lifted inherits a share of it.
         judged = {hit.key for hit in ranked} | neighbours.keys()
         relevance = relevance_of(
@@ -181,7 +194,7 @@ class SearchService:
                       relevance[hit.key])
             for hit in ranked if _kept_at(relevance[hit.key], floor)
         ]
-        return SearchResult(hits, ranker.name, bool(warnings), warnings, pending, floor)
+        return SearchResult(hits, ranker.name, degraded, warnings, pending, floor)
 
     async def _timed(self, leg: str, work: Awaitable):
         started = time.perf_counter()
