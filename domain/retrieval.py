@@ -36,6 +36,7 @@ from ports.reranker import Reranker
 from ports.vector_index import VectorIndex
 
 MIN_DEPTH = 50
+FLOOR_DEPTH = 2  # the ranker is asked for this many times the limit, for hits below the floor to leave room
 # Context is loaded around the candidates either leg ranks this high: a hit deeper in both legs is
 # too weak to lift its neighbours into an answer, and loading around all of them doubled the cost.
 CONTEXT_DEPTH = 20
@@ -165,8 +166,10 @@ class SearchService:
             neighbours = await self._with_neighbours(candidates, near_top, window, q.since, q.until, q.metadata)
         if ranker.needs_vectors and candidates and query_vector is not None:
             candidates = await self._with_vectors(candidates)
-        # A reranker reorders more than the limit, so that a hit it lifts can come from below the cut.
-        depth = q.limit if self.reranker is None else max(q.limit, self.rerank_depth)
+        # Ranked deeper than the limit: a hit below the relevance floor leaves its place to the next
+        # one above it, and a hit a reranker lifts can come from below the cut.
+        depth = q.limit * FLOOR_DEPTH
+        depth = depth if self.reranker is None else max(depth, self.rerank_depth)
         request = RankingRequest(
             query=q.query, query_vector=query_vector, vector_hits=vector_hits, keyword_hits=keyword_hits,
             candidates=candidates, limit=depth, now=datetime.now(UTC), neighbours=neighbours,
@@ -179,7 +182,6 @@ class SearchService:
             ranked, trouble = await reranked(
                 self.reranker, q.query, ranked, {h.key: getattr(candidates[h.key].item, "text", "") for h in ranked})
             warnings = warnings + [trouble] if trouble else warnings
-        ranked = ranked[: q.limit]
         # The anchors' relevance too: a neighbour a ranker lifted inherits a share of it.
         judged = {hit.key for hit in ranked} | neighbours.keys()
         relevance = relevance_of(
@@ -193,7 +195,7 @@ class SearchService:
             SearchHit(hit.key[0], candidates[hit.key].item, hit.score, vec.get(hit.key), kw.get(hit.key),
                       relevance[hit.key])
             for hit in ranked if _kept_at(relevance[hit.key], floor)
-        ]
+        ][: q.limit]
         return SearchResult(hits, ranker.name, degraded, warnings, pending, floor)
 
     async def _timed(self, leg: str, work: Awaitable):
