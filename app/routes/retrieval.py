@@ -42,8 +42,12 @@ class RetrievalController(Controller):
     @post("/context", summary="The context package for a prompt, cut to a token budget",
           responses=errors(400, 404, 413),
           description=(
-              'Recent episodes of the session, the most relevant older ones, matching summaries and the '
-              'entities they mention with their relationships, deduplicated and cut to `tokenBudget`. '
+              'The most relevant episodes and summaries (at or above the search relevance floor), the turns '
+              'next to those episodes (`neighbourEpisodes`), the recent episodes of the session and the '
+              'entities they mention with their relationships, deduplicated and cut to `tokenBudget`: '
+              'relevant items are admitted first (best first), then recent ones, then neighbours, then '
+              'entities; what is kept is listed in time order, and what did not fit is in `omitted` with its '
+              '`role` and `reason`. `pending` counts records still waiting for their embedding. '
               'With `userId` / `agentId` the relevant memory spans all their sessions (`sessionId` is then '
               'optional and gives the recent episodes). '
               'Relationships are those valid at `asOf` (default now).'
