@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 import signal
@@ -85,29 +84,19 @@ def serve(
     host: Annotated[Optional[str], typer.Option(help="bind address (default HOST)")] = None,
     port: Annotated[Optional[int], typer.Option(help="listen port (default PORT)")] = None,
 ) -> None:
-    """Serve the REST API (uvicorn, uvloop + httptools)."""
-    from app.index_host import IndexHost, hosted
-    from app.serving import shared_metrics_dir
-
+    """Serve the REST API (uvicorn, uvloop + httptools): one process, or ``WORKERS`` where the
+    engines are shared (``app.serving``)."""
     settings = _settings()
     if host is not None or port is not None:
         settings = settings.with_overrides(host=host or settings.host, port=settings.port if port is None else port)
     configure_logging(settings)
-    with contextlib.ExitStack() as stack:
-        index_host = IndexHost if hosted(settings) else None
-        if index_host is not None:
-            # Before prometheus-client is imported here (by app.main): the index host and every
-            # HTTP process count into one directory, so a scrape sums them.
-            stack.enter_context(shared_metrics_dir())
-        _serve(settings, stack, index_host)
+    _serve(settings)
 
 
-def _serve(settings: Settings, stack: contextlib.ExitStack, index_host) -> None:
+def _serve(settings: Settings) -> None:
     import uvicorn
 
-    from app.health_gate import HealthFirstProtocol
-    from app.main import create_app
-    from app.serving import check_before_spawning, resolve_workers, run_supervisor
+    from app.serving import check_before_spawning, resolve_workers, run_workers, shared_metrics_dir
 
     try:
         workers = resolve_workers(settings)
@@ -115,7 +104,9 @@ def _serve(settings: Settings, stack: contextlib.ExitStack, index_host) -> None:
             check_before_spawning(settings)
             app = None
         else:
-            app = create_app(settings, index_host=index_host is not None, serving=True)
+            from app.main import create_app
+
+            app = create_app(settings, serving=True)
             _open_stores(app.state.container)
     except ConfigError as exc:
         typer.echo(f"configuration error: {exc}", err=True)
@@ -123,19 +114,18 @@ def _serve(settings: Settings, stack: contextlib.ExitStack, index_host) -> None:
     except Exception as exc:  # e.g. the database cannot be opened: one clear line, not a traceback
         typer.echo(f"start-up failed: {exc}", err=True)
         raise typer.Exit(1) from None
-    if index_host is not None:  # the store is open and migrated: the host may open it too
-        stack.callback(index_host(settings).start().stop)  # stopped after the HTTP side drained
     # log_config=None: uvicorn's loggers go through app.logs (JSON when asked), not its own handlers.
-    # HealthFirstProtocol: uvicorn's httptools protocol, answering health probes as they are parsed.
-    options = dict(log_level=settings.log_level, log_config=None, loop="uvloop", http=HealthFirstProtocol,
+    options = dict(log_level=settings.log_level, log_config=None, loop="uvloop", http="httptools",
                    access_log=False, timeout_graceful_shutdown=10, proxy_headers=settings.forwarded_allow_ips is not None,
                    forwarded_allow_ips=settings.forwarded_allow_ips)
-    if app is None:
-        run_supervisor(settings, workers, **options)  # drains every worker on SIGTERM, then returns: exit 0
-        return
     # uvicorn re-raises a SIGTERM once its graceful shutdown is done; with the default handler the
     # process would then die "killed by SIGTERM". Handled here, a drained shutdown exits 0.
     signal.signal(signal.SIGTERM, _exit_cleanly)
+    if app is None:
+        # The workers import prometheus-client afresh and count into one directory: a scrape sums them.
+        with shared_metrics_dir():
+            run_workers(settings, workers, **options)
+        return
     uvicorn.run(app, host=settings.host, port=settings.port, **options)
 
 

@@ -25,6 +25,7 @@ from msgspec import Meta, field
 from app.plugins import ranker_options
 from domain.changes import DEFAULT_EVENT_RETENTION
 from domain.freshness import DEFAULT_MAX_JOBS, DEFAULT_MAX_SECONDS
+from domain.idempotency import DEFAULT_KEY_SECONDS
 from domain.reranking import DEFAULT_DEPTH as RERANK_DEPTH
 from domain.ranking import RankerConfig
 from domain.vectors import DEFAULT_DIMENSION
@@ -86,10 +87,6 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
         default=None, name="EMBEDDING_DIM")
     embedding_timeout: Annotated[float, _doc("seconds per embedding HTTP call", ge=0.01)] = field(
         default=30.0, name="EMBEDDING_TIMEOUT")
-    # An HTTP worker under `serve` reaches the vector index (and an in-process model) through the
-    # index host; a host that stops answering must cost a search this long, not CALL_SECONDS.
-    vector_query_timeout: Annotated[float, _doc("seconds a search waits for the index host", ge=0.01)] = field(
-        default=5.0, name="VECTOR_QUERY_TIMEOUT")
     memory_api_key: str | None = field(default=None, name="MEMORY_API_KEY")
     default_ranker: Annotated[str, _doc("ranker used when a request names none")] = field(
         default="conversation", name="DEFAULT_RANKER")
@@ -158,6 +155,9 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
         default=5.0, name="INDEX_CHECK_SECONDS")
     expiry_sweep_seconds: Annotated[float, _doc("seconds between purges of expired records", ge=0.05)] = field(
         default=60.0, name="EXPIRY_SWEEP_SECONDS")
+    idempotency_key_seconds: Annotated[float, _doc("seconds a write's Idempotency-Key and answer are kept",
+                                                   ge=1, le=31_536_000)] = field(
+        default=DEFAULT_KEY_SECONDS, name="IDEMPOTENCY_KEY_SECONDS")
     index_optimize_every: Annotated[int, _doc("points before an index build", ge=1, le=2**31)] = field(
         default=5_000, name="INDEX_OPTIMIZE_EVERY")
     index_inline_build_points: Annotated[int, _doc("largest shard built in place", ge=0, le=2**31)] = field(
@@ -169,9 +169,9 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     forwarded_allow_ips: Annotated[str, _doc("trusted proxies")] | None = field(
         default=None, name="FORWARDED_ALLOW_IPS")
     # Worker processes `serve` runs on its one port (app/serving.py); 0 (the default): one per
-    # usable core, at most 4 — Python runs one request at a time per process, and the reads beside
-    # the Node.js peer were 1.4-1.8x its throughput with two against 0.75-0.9x with one (round 6).
-    # Always 1 where processes cannot share the data (STORE=memory, SQLITE_PATH=:memory:).
+    # usable core, at most 4, where the engines are shared (VECTOR_INDEX=server over a SQLite file
+    # or PostgreSQL) — Python runs one request at a time per process. Always 1 on the embedded
+    # engines (Qdrant Edge, in-memory), where more than one is refused at start.
     workers: Annotated[int, _doc("worker processes serving the port; 0: one per usable core", ge=0, le=64)] = field(
         default=0, name="WORKERS")
 

@@ -29,9 +29,11 @@ from adapters.embedders.ollama import OllamaEmbedder
 from adapters.embedders.openai import OpenAIEmbedder
 from adapters.memory.catalog import InMemoryIndexCatalog
 from adapters.memory.fake_embedder import FakeEmbedder
+from adapters.memory.maintenance_lock import InMemoryMaintenanceLock
 from adapters.memory.store import MemoryStore
 from adapters.memory.vector_index import InMemoryVectorIndex
 from adapters.sqlite.catalog import SqliteIndexCatalog
+from adapters.sqlite.maintenance_lock import SqliteMaintenanceLock
 from adapters.sqlite.store import SqliteStore
 from app.config import Settings
 from app.plugins import RankerRegistry, get_plugin_manager
@@ -64,8 +66,15 @@ def _catalog(store):
     return InMemoryIndexCatalog(store)
 
 
-def _index_manager(index, catalog, store, embedder, s: Settings) -> IndexManager:
-    return IndexManager(index, catalog, store, embedder, s.embedder,
+def _maintenance_lock(s: Settings):
+    # Every process serving one store meets on the same lock (taking it opens no connection).
+    if s.store == "sqlite" and s.sqlite_path not in ("", ":memory:"):
+        return SqliteMaintenanceLock(s.sqlite_path)
+    return InMemoryMaintenanceLock()  # a store no other process sees
+
+
+def _index_manager(index, catalog, store, embedder, lock, s: Settings) -> IndexManager:
+    return IndexManager(index, catalog, store, embedder, s.embedder, lock=lock,
                         verify_seconds=s.index_verify_seconds, check_seconds=s.index_check_seconds)
 
 
@@ -157,12 +166,7 @@ def _expiry_sweeper(expiry, seconds: float):
 def _health_monitor(container):
     from app.health import standard_monitor  # health imports litestar: only the app needs it
 
-    def dead_lettered() -> int:  # a follower's: the index owner's count (``IndexView``)
-        local = container.indexing().dead_lettered
-        from_owner = getattr(container.index_manager(), "dead_lettered", None)
-        return local if from_owner is None else from_owner(local)
-
-    return standard_monitor(container, container.settings(), dead_lettered)
+    return standard_monitor(container, container.settings(), lambda: container.indexing().dead_lettered)
 
 
 def _service_metrics(indexing):
@@ -173,10 +177,11 @@ def _service_metrics(indexing):
     return metrics
 
 
-def _embedding_worker(indexing, batch: int):
+def _embedding_worker(indexing, batch: int, manager):
     from app.worker import EmbeddingWorker
 
-    return EmbeddingWorker(indexing, batch=batch)
+    # One process per store drains the outbox: the one maintaining the index (app.worker).
+    return EmbeddingWorker(indexing, batch=batch, drains=lambda: getattr(manager, "maintaining", True))
 
 
 class Container(containers.DeclarativeContainer):
@@ -234,7 +239,9 @@ class Container(containers.DeclarativeContainer):
         memory=providers.Singleton(InMemoryVectorIndex),
     )
 
-    index_manager = providers.Singleton(_index_manager, vector_index, catalog, store, embedder, settings)
+    maintenance_lock = providers.Singleton(_maintenance_lock, settings)
+    index_manager = providers.Singleton(_index_manager, vector_index, catalog, store, embedder, maintenance_lock,
+                                        settings)
 
     plugin_manager = providers.Singleton(get_plugin_manager, load_entrypoints=True)
     rankers = providers.Singleton(RankerRegistry, plugin_manager, providers.Callable(_ranker_config, settings))
@@ -266,40 +273,24 @@ class Container(containers.DeclarativeContainer):
     context = providers.Singleton(ContextService, store, search)
     history = providers.Singleton(HistoryService, store)
     events = providers.Singleton(EventService, store)
-    worker = providers.Singleton(_embedding_worker, indexing, providers.Callable(_setting("worker_batch"), settings))
+    worker = providers.Singleton(_embedding_worker, indexing, providers.Callable(_setting("worker_batch"), settings),
+                                 index_manager)
     health = providers.Singleton(_health_monitor, __self__)
 
     # -- lifecycles: awaiting one hands its object over to the container, which closes it at
     # shutdown after everything that names it (http client < embedder < index manager < worker < health).
     http_client_resource = providers.Resource(_owned, "http client", http_client, "aclose")
     embedder_resource = providers.Resource(_owned, "embedder", embedder, "aclose", http_client_resource)
-    vector_index_resource = providers.Resource(_owned, "vector index", vector_index, "close", store_resource)
+    # The maintenance lock is let go only once the index is closed: whoever takes it next may open the shards.
+    maintenance_lock_resource = providers.Resource(_owned, "maintenance lock", maintenance_lock, "release")
+    vector_index_resource = providers.Resource(_owned, "vector index", vector_index, "close", store_resource,
+                                               maintenance_lock_resource)
     index_manager_resource = providers.Resource(_owned, "index manager", index_manager, "close",
                                                 vector_index_resource, embedder_resource, store_resource)
     worker_running = providers.Resource(_running_worker, worker, providers.Callable(_setting("worker_enabled"), settings),
                                         index_manager_resource)
     health_running = providers.Resource(_running_monitor, health, worker_running)
     expiry_running = providers.Resource(_running_monitor, expiry_sweeper, store_resource)
-
-
-IN_PROCESS_EMBEDDERS = frozenset({"local", "sentence-transformers"})  # a model in the process's memory
-
-
-def embed_through_owner(container: Container, client) -> None:
-    """An HTTP process beside an index host (a follower only): with an in-process model, embed
-    queries with the host's copy over the index socket (``SocketEmbedder``) instead of loading
-    another. HTTP embedders and ``hash`` cost nothing to hold, so they stay as they are."""
-    settings = container.settings()
-    if settings.embedder not in IN_PROCESS_EMBEDDERS:
-        return
-    from adapters.ipc.embedder import SocketEmbedder
-
-    local = container.embedder()  # not loaded: a model loads on ``start`` or a first ``embed``
-    # A query's embedding is a call to the index host like its vector search: a hung host costs a
-    # search VECTOR_QUERY_TIMEOUT (EMBEDDING_TIMEOUT if shorter), not the 30 s embedding default.
-    timeout = min(settings.embedding_timeout, settings.vector_query_timeout)
-    container.embedder.override(providers.Singleton(
-        SocketEmbedder, client, local.model, local.dimension, local.max_batch, timeout=timeout))
 
 
 def build_container(settings: Settings) -> Container:

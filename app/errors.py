@@ -12,11 +12,16 @@ from litestar.status_codes import HTTP_500_INTERNAL_SERVER_ERROR
 
 from app.middleware import CLIENT_CLOSED, DISCONNECTED
 from app.schemas import ErrorBody
-from domain.errors import Conflict, DomainError, EmbeddingError, Invalid, NotFound, Unavailable, VectorIndexError
+from domain.errors import (
+    Busy, Conflict, DomainError, EmbeddingError, Invalid, NotFound, Unavailable, VectorIndexError,
+)
+from domain.idempotency import KeyInFlight, KeyReused
 
 log = logging.getLogger("nexusai.errors")
 
 DOMAIN_STATUS: dict[type[DomainError], int] = {
+    KeyReused: 422,
+    Busy: 503,
     NotFound: 404,
     Conflict: 409,
     Invalid: 400,
@@ -26,11 +31,11 @@ DOMAIN_STATUS: dict[type[DomainError], int] = {
 }
 
 HTTP_CODES = {400: "bad_request", 401: "unauthorized", 404: "not_found", 405: "method_not_allowed",
-              409: "conflict", 413: "payload_too_large", 415: "unsupported_media_type", 429: "too_many_requests",
+              409: "conflict", 413: "payload_too_large", 422: "unprocessable", 415: "unsupported_media_type", 429: "too_many_requests",
               503: "unavailable"}
 
 
-def _body(status: int, code: str, message: str, field: str | None = None,
+def error_body(status: int, code: str, message: str, field: str | None = None,
           headers: dict[str, str] | None = None) -> Response[ErrorBody]:
     return Response(ErrorBody(code=code, message=message, field=field, status=status), status_code=status,
                     headers=headers)
@@ -38,7 +43,10 @@ def _body(status: int, code: str, message: str, field: str | None = None,
 
 def domain_error(_: Request, exc: DomainError) -> Response[ErrorBody]:
     status = next((s for t, s in DOMAIN_STATUS.items() if isinstance(exc, t)), 400)
-    return _body(status, exc.code, exc.message, exc.field)
+    # A refusal that passes with time says when to come back, so a client backs off instead of spinning.
+    retry_after = exc.retry_after if isinstance(exc, Busy) else 1 if isinstance(exc, KeyInFlight) else None
+    headers = None if retry_after is None else {"Retry-After": str(retry_after)}
+    return error_body(status, exc.code, exc.message, exc.field, headers)
 
 
 _MISSING_FIELD = re.compile(r"missing required field `([^`]+)`")
@@ -80,7 +88,7 @@ def validation_error(request: Request, exc: ValidationException) -> Response[Err
     if extra and isinstance(extra[0], dict) and str(extra[0].get("source")) in ("path", "ParamType.PATH") \
             and str(extra[0].get("message", "")).startswith("Expected `int`, got"):
         # Ids are ASCII digits only ("+1", "1_0", "٣" are not ids): such a path names no record.
-        return _body(404, "not_found", f"no such resource: {request.url.path}")
+        return error_body(404, "not_found", f"no such resource: {request.url.path}")
     if extra and isinstance(extra[0], dict) and extra[0].get("exact"):  # app.routes.strict named it already
         field, message = extra[0]["key"], str(extra[0]["message"])
     elif extra and isinstance(extra[0], dict):
@@ -89,7 +97,7 @@ def validation_error(request: Request, exc: ValidationException) -> Response[Err
         missing = _MISSING_PARAM.search(str(exc.detail))
         field = missing.group(1) if missing else None
         message = f"{field} is required" if field else str(exc.detail)
-    return _body(400, "validation_error", message, field)
+    return error_body(400, "validation_error", message, field)
 
 
 def http_error(request: Request, exc: HTTPException) -> Response[ErrorBody]:
@@ -97,17 +105,17 @@ def http_error(request: Request, exc: HTTPException) -> Response[ErrorBody]:
     if request.scope.get(DISCONNECTED):
         # The client hung up mid-upload: its doing, and nobody will read this answer.
         log.info("client disconnected before its request was read: %s %s", request.method, request.url.path)
-        return _body(CLIENT_CLOSED, "client_closed_request", "the client closed the connection")
+        return error_body(CLIENT_CLOSED, "client_closed_request", "the client closed the connection")
     if status >= 500:
         log.error("server error %s: %s", status, exc.detail)
-        return _body(status, "internal_error", "the server failed to handle the request")
+        return error_body(status, "internal_error", "the server failed to handle the request")
     if status == 400 and isinstance(exc.__cause__, SerializationException):
-        return _body(400, "malformed_json", f"malformed JSON body: {exc.detail}")
+        return error_body(400, "malformed_json", f"malformed JSON body: {exc.detail}")
     # Headers the exception carries (Allow on a 405, WWW-Authenticate, Retry-After) go out with it.
     headers = exc.headers or None
     if status == 405 and headers:
         headers = {k: _with_head(v) if k.lower() == "allow" else v for k, v in headers.items()}
-    return _body(status, HTTP_CODES.get(status, "client_error"), str(exc.detail), headers=headers)
+    return error_body(status, HTTP_CODES.get(status, "client_error"), str(exc.detail), headers=headers)
 
 
 def _with_head(allow: str) -> str:
@@ -120,12 +128,12 @@ def too_deep(request: Request, exc: RecursionError) -> Response[ErrorBody]:
     # msgspec (and json) give up on very deep nesting with RecursionError, which Litestar does
     # not turn into a 400; only a client's document nests that deep.
     log.warning("nesting too deep on %s %s", request.method, request.url.path)
-    return _body(400, "malformed_json", "malformed JSON body: nested too deeply")
+    return error_body(400, "malformed_json", "malformed JSON body: nested too deeply")
 
 
 def unexpected_error(request: Request, exc: Exception) -> Response[ErrorBody]:
     log.exception("unhandled error on %s %s", request.method, request.url.path)
-    return _body(HTTP_500_INTERNAL_SERVER_ERROR, "internal_error", "the server failed to handle the request")
+    return error_body(HTTP_500_INTERNAL_SERVER_ERROR, "internal_error", "the server failed to handle the request")
 
 
 EXCEPTION_HANDLERS = {

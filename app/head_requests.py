@@ -1,39 +1,42 @@
 """HEAD answered like GET, without the body (RFC 9110 section 9.3.2).
 
-Litestar refuses a HEAD handler that returns a body, so a ``@get`` route answers HEAD with 405.
-This ASGI wrapper runs a HEAD request as a GET (same gates, same handler, same status and headers,
-``content-length`` included) and drops the body bytes (``app.errors`` adds HEAD to the ``Allow``
-of a 405 wherever GET is allowed). Paths under ``passthrough`` (the mounted MCP app, whose GET opens an event stream) are
-left alone.
+Litestar refuses a HEAD handler that returns a body, so its router answers HEAD on a ``@get``
+route with 405. ``app.gates`` hands that 405 here when the route allows GET: the request is routed
+again as a GET through Litestar's own router — the same middleware, guards and handler, the same
+status and headers, ``content-length`` included — and the body bytes are dropped on the way out.
+``app.errors`` adds HEAD to the ``Allow`` of a 405 wherever GET is allowed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from typing import Any
 
-from litestar.types import ASGIApp, Message, Receive, Scope, Send
+from litestar import Request, Response
+from litestar.types import Message, Receive, Scope, Send
 
 
-class HeadAsGet:
-    def __init__(self, app: ASGIApp, passthrough: Collection[str] = ()) -> None:
-        self.app = app
-        self.passthrough = tuple(passthrough)
+class _HeadAsGet(Response[None]):
+    """A response that answers by running the request as a GET and sending no body."""
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["method"] != "HEAD" or scope["path"].startswith(self.passthrough or ("\0",)):
-            await self.app(scope, receive, send)  # everything but HEAD: untouched, at no cost
-            return
+    def __init__(self, request: Request) -> None:
+        super().__init__(content=None)
+        self._app = request.app
 
-        async def send_head(message: Message) -> None:
+    def to_asgi_response(self, app: Any, request: Request, **_: Any) -> Any:  # noqa: ARG002 (the signature is Litestar's)
+        return self._answer
+
+    async def _answer(self, scope: Scope, receive: Receive, send: Send) -> None:
+        async def without_body(message: Message) -> None:
             if message["type"] == "http.response.body":
                 if message.get("more_body"):
                     return
                 message = {"type": "http.response.body", "body": b""}
             await send(message)
 
-        as_get = {**scope, "method": "GET"}
-        try:
-            await self.app(as_get, receive, send_head)  # type: ignore[arg-type]
-        finally:
-            if "path_template" in as_get:  # what the router found, for the request log and metrics
-                scope["path_template"] = as_get["path_template"]  # type: ignore[typeddict-unknown-key]
+        # A copy: the server that owns ``scope`` still sees a HEAD, and answers it as one.
+        await self._app.asgi_router({**scope, "method": "GET"}, receive, without_body)  # type: ignore[arg-type]
+
+
+def answer_head_as_get(request: Request) -> Response[None]:
+    """The answer to a HEAD ``request`` on a path whose route allows GET."""
+    return _HeadAsGet(request)

@@ -7,7 +7,7 @@ it again: in a serving process under the mixed load of ``bench/hardening.py`` ea
 for 110-160 ms (measured with ``gc.callbacks``), which was the whole tail of ``/health`` at 64-256
 connections (p99 ~150 ms; with what follows ~20-45 ms).
 
-``settle`` runs when start-up is done, and again once an in-process embedding model (which loads
+``freeze_start_up`` runs when start-up is done, and again once an in-process embedding model (which loads
 in the background after start-up) has loaded — a second freeze takes only what was built since:
 
 - ``gc.collect()`` then ``gc.freeze()``: what survived start-up moves to the permanent generation,
@@ -26,7 +26,7 @@ import gc
 YOUNG_THRESHOLD = 10_000
 
 
-def settle() -> None:
+def freeze_start_up() -> None:
     """Freeze what the process has built so far and space out young collections."""
     gc.collect()
     gc.freeze()

@@ -10,30 +10,29 @@ from contextlib import asynccontextmanager
 from litestar import Litestar, Request
 from litestar.config.cors import CORSConfig
 from litestar.datastructures import State
+from litestar.exceptions import MethodNotAllowedException, NotFoundException
 
 from app import heap
 from app.config import ConfigError, Settings
 from app.container import Container, build_container, shutdown
 from app.docs import DOCS_PATHS, docs_asset, open_operations, openapi_config
 from app.errors import EXCEPTION_HANDLERS
-from app.head_requests import HeadAsGet
-from app.hot_routes import HOT_FAILURE, HotRoutes
+from app.gates import RequestGates, observer
 from app.health import HEALTH_ROUTES
-from app.health_gate import HealthGate
-from app.index_role import WorkerCollector, attach_index_role
-from app.maintenance import claim_index
-from app.mcp_server import MCP_PATH, mounted as mounted_mcp
+from app.mcp_server import mounted as mounted_mcp
 from app.metrics import metrics
-from app.middleware import ApiKeyGate, JsonBodiesOnly, RequestObserver, install_request_id_filter
+from app.middleware import install_request_id_filter
 from app.overload import PatientAdmission
-from app.routes.deps import dependencies, ids_are_digits
+from app.routes.deps import dependencies
 from app.routes.changes import EventController, HistoryController, set_actor
 from app.routes.entities import EntityController, RelationshipController
 from app.routes.episodes import EpisodeController
 from app.routes.retrieval import RetrievalController
 from app.routes.sessions import SessionController
+from app.routes.strict import strict_input
 from app.routes.summaries import SummaryController
 from app.routes.users import UserController
+from app.serving import resolve_workers, single_process_reason
 from app.startup import report_embedder, report_store_and_index
 from domain.errors import EmbeddingError, Invalid
 
@@ -76,80 +75,72 @@ def check_configuration(container: Container) -> None:
         raise ConfigError("EMBEDDING_DIM", f"is {settings.embedding_dim} but the embedder gives {dimension}")
 
 
-def create_app(settings: Settings, container: Container | None = None, *, workers: int = 1,
-               index_host: bool = False, serving: bool = False) -> Litestar:
+def create_app(settings: Settings, container: Container | None = None, *, serving: bool = False) -> Litestar:
     """Build the app for ``settings``: a fresh container (or the one given, for tests), every
-    route, the error table, and a lifespan that opens the stores, ensures the vector collections,
-    and runs the embedding worker until shutdown. With ``index_host`` (``serve`` on a SQLite file)
-    the vector index and the embedding worker live in the index host process (``app.index_host``)
-    and this process follows it; otherwise, with ``workers`` > 1, they belong to the worker that
-    wins the owner election (``app.index_role``), and with one, to this process. ``serving``: the
-    app is this process's one app for its lifetime (``serve``), so once started its heap is
-    settled for the garbage collector (``app.heap``); tests leave it alone."""
+    route, the error table, and a lifespan that opens the stores, the vector index and its manager,
+    and runs the embedding worker until shutdown, all in this process. Where ``WORKERS`` processes
+    serve one store (``app.serving``), each runs its own; the store's maintenance lock lets one at a
+    time verify, repair and rebuild the index. ``serving``: the app is this process's one app for
+    its lifetime (``serve``), so once started its heap is frozen for the garbage collector
+    (``app.heap``); tests leave it alone."""
     container = container or build_container(settings)
     check_configuration(container)
-    # Before anything builds a service: they must get this worker's view of the index.
-    role = attach_index_role(container, settings, may_own=not index_host) if workers > 1 or index_host else None
     worker, service_metrics, monitor = container.worker(), container.metrics(), container.health()
-    notify = worker.notify if role is None else role.notify
+    notify = worker.notify
     install_request_id_filter("nexusai.errors", "nexusai.app")
     warn_if_exposed(settings)
-    mcp_endpoint, mcp_sessions = mounted_mcp(container, settings, notify, stateless=workers > 1)
+    # Sessions kept in one worker's memory would be unknown to the others.
+    several = single_process_reason(settings) is None and resolve_workers(settings) > 1
+    mcp_endpoint, mcp_sessions = mounted_mcp(container, settings, notify, stateless=several)
 
     @asynccontextmanager
     async def lifespan(app: Litestar):
         # What the container is handed here it closes at shutdown, most dependent first.
-        embedder_report = index_claim = None
+        embedder_report = None
         try:
             await container.store_resource()
             (await container.embedder_resource()).start()  # a model loads in the background; /health says "starting"
-            if role is None:
-                # The owner lock WORKERS > 1 elects on: the CLI beside this process sees it runs.
-                index_claim = claim_index(settings)
-                manager = await container.index_manager_resource()
-                await manager.start()  # never waits for a build: derived data does not hold up start-up
-                manager.run()
-            else:  # the owner opens the index and runs the worker; the others follow it
-                await container.worker_running()
+            manager = await container.index_manager_resource()
+            # Never waits for a build: derived data does not hold up start-up. It takes the store's
+            # maintenance lock, which tells the CLI beside this process that a service runs.
+            await manager.start()
+            manager.run()
             await report_store_and_index(container)
             embedder_report = asyncio.create_task(report_embedder(container), name="embedder start-up report")
-            if serving:  # an in-process model loads after start-up: settle again once it has (app.heap)
-                embedder_report.add_done_callback(lambda report: report.cancelled() or heap.settle())
+            if serving:  # an in-process model loads after start-up: freeze again once it has (app.heap)
+                embedder_report.add_done_callback(lambda report: report.cancelled() or heap.freeze_start_up())
             await container.worker_running()  # started unless EMBEDDING_WORKER=false
             await container.health_running()
             await container.expiry_running()  # purges expired records every EXPIRY_SWEEP_SECONDS
             async with mcp_sessions.run():
                 if serving:
-                    heap.settle()
+                    heap.freeze_start_up()
                 yield
         finally:
             event_feed.close()  # long-polls still waiting answer now
             if embedder_report is not None:
                 embedder_report.cancel()
             await shutdown(container)
-            if index_claim is not None:
-                index_claim.release()
 
     event_feed = container.events()
 
     async def before_request(request: Request) -> None:
         # One hook rather than a guard: Litestar copies the route handler for every guard call.
-        # The id check first, as a guard would have run it: an unknown path answers 404 before
-        # anything else about the request is judged.
-        await ids_are_digits(request, request.route_handler)
+        # Strict input first (path ids, then query and body), as a guard would have run it: an id
+        # that is not plain digits answers 404 before anything else about the request is judged.
+        await strict_input(request, request.route_handler)
         await set_actor(request)
-        failed = request.scope.pop(HOT_FAILURE, None)  # type: ignore[misc]
-        if failed is not None:  # the hot route's handler raised it: answered as its own failure
-            raise failed
-
-    def after_write() -> None:
-        notify()
-        event_feed.notify()  # long-polls wake at once (other processes' writes: within POLL_SECONDS)
 
     async def after_response(request: Request) -> None:  # async: a sync hook costs a thread hop
         if request.method != "GET":
-            after_write()
+            notify()
+            event_feed.notify()  # long-polls wake at once (other processes' writes: within POLL_SECONDS)
 
+    # Admission control counts for the whole app (one instance); /health and the other exempt
+    # paths pass it, so an overloaded service can still say how it is.
+    admission = PatientAdmission(None, settings.max_in_flight, ADMISSION_EXEMPT, max_body=settings.max_body_bytes)
+    gates = RequestGates(api_key=settings.memory_api_key, open_paths=OPEN_PATHS, admission=admission,
+                         metrics=service_metrics)
     app = Litestar(
         route_handlers=[
             *HEALTH_ROUTES, SessionController, EpisodeController, EntityController, RelationshipController,
@@ -157,8 +148,13 @@ def create_app(settings: Settings, container: Container | None = None, *, worker
             docs_asset, mcp_endpoint,
         ],
         dependencies=dependencies(container),
-        exception_handlers=EXCEPTION_HANDLERS,
-        state=State({"container": container, "worker": worker, "health": monitor, "metrics": service_metrics}),
+        # The router's own 404 and 405 pass no middleware: the gates answer them (401 without the key; HEAD).
+        exception_handlers={**EXCEPTION_HANDLERS, NotFoundException: gates.unrouted,
+                            MethodNotAllowedException: gates.unrouted},
+        middleware=[gates],
+        before_send=[observer(service_metrics)],
+        state=State({"container": container, "worker": worker, "health": monitor, "metrics": service_metrics,
+                     "admission": admission}),
         lifespan=[lifespan],
         before_request=before_request,
         after_response=after_response,
@@ -172,18 +168,5 @@ def create_app(settings: Settings, container: Container | None = None, *, worker
         logging_config=None,  # app.logs configures logging; Litestar's default would replace its root handler
     )
     open_operations(app, OPEN_PATHS)
-    # Gates run before routing. Admission control is outermost: under overload a refusal must
-    # cost as little as possible (no request id, no log line; it has its own counter). Inside it
-    # the observer sees unrouted and refused-by-gate requests and the final status of the rest.
-    # The hottest plain requests skip Litestar's per-request machinery (app.hot_routes), inside every gate.
-    hot = HotRoutes(app.asgi_handler, app, max_body=settings.max_body_bytes, after_write=after_write)
-    handler = JsonBodiesOnly(HeadAsGet(hot, passthrough=(MCP_PATH,)))
-    handler = ApiKeyGate(handler, settings.memory_api_key, OPEN_PATHS, cors=bool(settings.cors_origins))
-    admission = PatientAdmission(RequestObserver(handler, service_metrics), settings.max_in_flight, ADMISSION_EXEMPT,
-                                 max_body=settings.max_body_bytes)
     service_metrics.watch_admission(admission)
-    if role is not None:
-        service_metrics.add_collector(WorkerCollector(role))
-    # Outermost: health probes are answered from the monitor's snapshot before any other work.
-    app.asgi_handler = HealthGate(admission, monitor, settings.memory_api_key, service_metrics)
     return app

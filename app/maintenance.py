@@ -1,36 +1,31 @@
 """The CLI's maintenance commands: reindex, doctor, stats.
 
-They work beside a running service. Whether one runs is known from the kernel, not from a health
-field: the process that opens a store's vector index (a single-process service, or the owner
-among ``WORKERS`` > 1) holds the ``flock`` of ``<SQLITE_PATH>.owner`` for as long as it runs, and
-the kernel drops it when that process dies, even by ``kill -9``. The store (SQLite, WAL) is read
-directly either way; what only the service holds (its open shards, its build progress) comes from
-the service: its index socket (``WORKERS`` > 1), else its ``/health``. When neither answers at
-that moment (the service is overloaded, or listens on another address) the commands say so and
-report what the store knows; they never open the shards a live service holds. Without a running
-service they take the lock themselves (a service starting meanwhile waits for it) and open the
-index here.
+They work beside a running service. Whether one runs is known from the store's maintenance lock
+(``ports.maintenance``; for a SQLite file an ``flock`` of ``<SQLITE_PATH>.lock``), which a serving
+process holds for as long as it runs; the kernel drops it when that process dies, even by
+``kill -9``. The store is read directly either way; what only the service holds (its open shards,
+its build progress) comes from its ``/health``. When that does not answer at that moment (the
+service is overloaded, or listens on another address) the commands say so and report what the
+store knows; they never open the shards a live service holds. Without a running service they hold
+the lock themselves (a service starting meanwhile serves and takes the maintenance over once it
+is free) and open the index here.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import httpx
 
-from adapters.ipc.client import SocketVectorIndex
-from adapters.ipc.election import OwnerLock
 from app.config import Settings
 from app.container import opened
 from app.startup import settled_probe
 from domain.errors import DomainError
 from domain.vectors import COLLECTIONS
+from ports.maintenance import MaintenanceLock
 
 log = logging.getLogger("nexusai.index")
 
@@ -39,7 +34,7 @@ STATUS_SECONDS = 5.0  # how long one look at the running service's status may ta
 
 @dataclass(frozen=True)
 class RunningService:
-    """A live process holding this store's vector index; ``pid`` as it wrote it (None if unknown)."""
+    """A live process holding this store's maintenance lock; ``pid`` as it wrote it (None if unknown)."""
 
     pid: int | None
 
@@ -47,65 +42,23 @@ class RunningService:
         return f"the running service (pid {self.pid})" if self.pid else "the running service"
 
 
-def _paths(settings: Settings) -> tuple[str, str] | None:
-    if settings.store != "sqlite" or settings.sqlite_path in ("", ":memory:"):
-        return None  # a throwaway store: nothing else can be serving it
-    return f"{settings.sqlite_path}.owner", f"{settings.sqlite_path}.sock"  # as app.index_role.role_paths
+async def service_beside(container) -> RunningService | None:
+    """The service running on this store, or None: then this process holds the maintenance lock
+    (the container's index manager shares the handle) until the container is shut down, after
+    the index it may open here is closed."""
+    lock: MaintenanceLock = await container.maintenance_lock_resource()
+    return None if await lock.try_acquire() else RunningService(await lock.holder())
 
 
-def claim_index(settings: Settings) -> OwnerLock | None:
-    """Hold this store's index owner lock for a single-process service (``WORKERS`` > 1 elects
-    its owner on the same lock): the CLI beside it then knows it runs. None when another process
-    holds it (the service then opens the index as before and says nothing more)."""
-    paths = _paths(settings)
-    if paths is None:
-        return None
-    lock = OwnerLock(paths[0])
-    if lock.try_acquire():
-        return lock
-    log.warning("the vector index of %s is held by pid %s (a maintenance command, or another service on this "
-                "store); opening it anyway", settings.sqlite_path, lock.holder() or "unknown")
-    return None
-
-
-@contextlib.contextmanager
-def service_beside(settings: Settings) -> Iterator[RunningService | None]:
-    """The service running on this store, or None: then this process holds the index owner lock
-    until the block ends, and may open the index itself."""
-    paths = _paths(settings)
-    if paths is None:
-        yield None
-        return
-    lock = OwnerLock(paths[0])
-    if not lock.try_acquire():
-        yield RunningService(lock.holder())
-        return
-    try:
-        yield None
-    finally:
-        lock.release()
-
-
-def still_running(settings: Settings) -> bool:
-    """Whether a service holds this store's index now (the lock is free once it stopped)."""
-    with service_beside(settings) as service:
-        return service is not None
+async def still_running(lock: MaintenanceLock) -> bool:
+    """Whether a service holds this store's maintenance lock now (it is free once it stopped;
+    then this process holds it until it is shut down)."""
+    return not await lock.try_acquire()
 
 
 async def running_index_status(settings: Settings, store_id: str) -> dict[str, Any] | None:
-    """The index status of the service serving this store, or None when it does not answer now:
-    its index socket first (the owner answers there whatever its HTTP side does), then /health."""
-    paths = _paths(settings)
-    if paths is not None and Path(paths[1]).exists():
-        client = SocketVectorIndex(paths[1], connect_timeout=STATUS_SECONDS, call_timeout=STATUS_SECONDS)
-        try:
-            status = (await client.report())["status"]
-            if status.get("storeId") == store_id:
-                return status
-        except (DomainError, KeyError, TypeError, AttributeError):
-            pass
-        finally:
-            await client.close()
+    """The index status of the service serving this store (its /health), or None when it does
+    not answer now."""
     host = "127.0.0.1" if settings.host in ("0.0.0.0", "::", "") else settings.host
     headers = {"Authorization": f"Bearer {settings.memory_api_key}"} if settings.memory_api_key else {}
     try:
@@ -125,8 +78,8 @@ async def _recorded_report(container, service: RunningService) -> dict[str, Any]
     state = f"held by {service.describe()}; its status does not answer now"
     report = {name: {"rows": rows.get(name, 0), "generation": g.physical if (g := active.get(name)) else None,
                      "model": g.model.describe() if g else None, "state": state, "held": True} for name in COLLECTIONS}
-    return {"status": f"running ({service.describe()}): its index status does not answer now (its /health "
-                      "or index socket); counts from the store only", "collections": report}
+    return {"status": f"running ({service.describe()}): its index status does not answer now (its /health); "
+                      "counts from the store only", "collections": report}
 
 
 async def _offline_index_report(container) -> dict[str, Any]:
@@ -156,7 +109,7 @@ async def _offline_index_report(container) -> dict[str, Any]:
 
 async def index_report(container, service: RunningService | None) -> dict[str, Any]:
     """The index as the running ``service`` reports it (or the store records it, when it does not
-    answer now); without one, opened here (the caller holds the owner lock meanwhile)."""
+    answer now); without one, opened here (the caller holds the maintenance lock meanwhile)."""
     await container.store_resource()
     if service is None:
         return await _offline_index_report(container)
@@ -172,10 +125,10 @@ async def run_reindex(settings: Settings, collection: str | None) -> int:
     if any(n not in COLLECTIONS for n in names):
         print(f"unknown collection {collection!r}; use one of {', '.join(COLLECTIONS)}")
         return 2
-    with service_beside(settings) as service:  # held until the index opened here is closed
-        async with opened(settings) as container:
-            await container.store_resource()
-            return await _reindex(container, settings, names, service)
+    async with opened(settings) as container:
+        await container.store_resource()
+        service = await service_beside(container)
+        return await _reindex(container, settings, names, service)
 
 
 async def _reindex(container, settings: Settings, names: list[str], service: RunningService | None) -> int:
@@ -200,7 +153,7 @@ async def _reindex(container, settings: Settings, names: list[str], service: Run
         while True:
             status = await running_index_status(settings, store_id) if manager is None else manager.status()
             if status is None:  # the service does not answer now: the manifest says when it switched
-                if not still_running(settings):
+                if not await still_running(container.maintenance_lock()):
                     print("the running service stopped; run reindex again to finish here")
                     return 1
                 recorded = {g.collection: g.physical for g in await catalog.generations() if g.state == "active"}
@@ -231,9 +184,9 @@ async def run_doctor(settings: Settings) -> int:
     print(f"store: {settings.store} {settings.sqlite_path}")
     print(f"vector index: {settings.vector_index} {settings.qdrant_url or settings.resolved_qdrant_path or '(memory)'}")
     print(f"embedder: {settings.embedder} model={settings.model_name} dim={settings.embedding_dim or 'model default'}")
-    with service_beside(settings) as service:  # held until the index opened here is closed
-        async with opened(settings) as container:
-            problems = await _doctor(container, service)
+    async with opened(settings) as container:
+        service = await service_beside(container)
+        problems = await _doctor(container, service)
     if problems is None:
         return 1
     for problem in problems:
@@ -270,14 +223,14 @@ async def _doctor(container, service: RunningService | None) -> list[str] | None
 
 
 async def collect_stats(settings: Settings) -> dict[str, Any]:
-    with service_beside(settings) as service:  # held until the index opened here is closed
-        async with opened(settings) as container:
-            store = await container.store_resource()
-            counts = await store.operations.counts()
-            backlog = await store.outbox.backlog()
-            report = await index_report(container, service)
-            vectors = {name: entry.get("points", entry["state"] if entry.get("held") else f"unavailable: {entry.get('state')}")
-                       for name, entry in report["collections"].items()}
-            return {"rows": counts, "bytes": await store.operations.sizes(), "vectors": vectors, "index": report,
-                    "backlog": {"pending": backlog.pending, "failing": backlog.failing,
-                                "oldest": backlog.oldest_created_at, "lastError": backlog.last_error}}
+    async with opened(settings) as container:
+        store = await container.store_resource()
+        service = await service_beside(container)
+        counts = await store.operations.counts()
+        backlog = await store.outbox.backlog()
+        report = await index_report(container, service)
+        vectors = {name: entry.get("points", entry["state"] if entry.get("held") else f"unavailable: {entry.get('state')}")
+                   for name, entry in report["collections"].items()}
+        return {"rows": counts, "bytes": await store.operations.sizes(), "vectors": vectors, "index": report,
+                "backlog": {"pending": backlog.pending, "failing": backlog.failing,
+                            "oldest": backlog.oldest_created_at, "lastError": backlog.last_error}}

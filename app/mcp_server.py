@@ -29,6 +29,7 @@ from app import heap
 from app.config import Settings
 from app.container import Container, build_container, shutdown
 from app.cursor_pages import EpisodeCursorPage
+from app.idempotency import keyed_result
 from app.schemas import (
     EntityOut, EpisodeOut, EpisodePage, RelationshipOut, SessionOut, SessionPage, context_out, search_out, wire,
     wire_timestamp,
@@ -62,6 +63,9 @@ Query = Annotated[str, Field(min_length=1, max_length=MAX_QUERY)]
 Name = Annotated[str, Field(min_length=1, max_length=MAX_NAME)]
 EntityId = Annotated[int, Field(ge=1, le=MAX_ID)]
 Metadata = dict[str, Any] | None
+IdempotencyKey = Annotated[str | None, Field(min_length=1, max_length=255, description=(
+    "any unique string (a UUID) naming this write: a repeated call with the same key and arguments "
+    "answers the first call's result (with replayed: true) instead of writing again"))]
 SourceName = Source  # the record kinds, from the one table in domain/record_kinds.py
 Result = dict[str, Any]
 
@@ -127,18 +131,22 @@ def build_server(container: Container, wrote: Callable[[], None] = lambda: None)
     @guarded
     async def remember(session: ExternalId, user_message: Text, ai_response: Text, metadata: Metadata = None,
                        token_count: Annotated[int, Field(ge=0)] | None = None, user_id: Name | None = None,
-                       agent_id: Name | None = None) -> Result:
+                       agent_id: Name | None = None, idempotency_key: IdempotencyKey = None) -> Result:
         """Store one exchange (the user's message and your reply) in the conversation `session`,
         creating the session on first use (owned by `user_id` / `agent_id` when given: a session's
         owner is set once). It becomes searchable at once by keyword, and by meaning as soon as it
         is embedded."""
         found = await session_named(session, create=True, owner=Owner(user_id, agent_id))
         check_session_owner(found, Owner(user_id, agent_id))
-        episode = await episodes.add(NewEpisode(session_id=found.id, user_message=user_message,
-                                                ai_response=ai_response, token_count=token_count,
-                                                metadata=metadata or {}))
+        new = NewEpisode(session_id=found.id, user_message=user_message, ai_response=ai_response,
+                         token_count=token_count, metadata=metadata or {})
+        arguments = {"session": session, "user_message": user_message, "ai_response": ai_response,
+                     "metadata": metadata, "token_count": token_count, "user_id": user_id, "agent_id": agent_id}
+        result = await keyed_result(container, idempotency_key, "remember", arguments, lambda: episodes.add(new),
+                                    lambda episode: {"session": _wire(wire(found, SessionOut)),
+                                                     "episode": _wire(wire(episode, EpisodeOut))})
         wrote()
-        return {"session": _wire(wire(found, SessionOut)), "episode": _wire(wire(episode, EpisodeOut))}
+        return result
 
     @server.tool(annotations=READ)
     @guarded
@@ -211,14 +219,17 @@ def build_server(container: Container, wrote: Callable[[], None] = lambda: None)
     @server.tool(annotations=WRITE)
     @guarded
     async def upsert_entity(name: Name, type: Name, notes: Text | None = None, metadata: Metadata = None,
-                            user_id: Name | None = None) -> Result:
+                            user_id: Name | None = None, idempotency_key: IdempotencyKey = None) -> Result:
         """Record a person, place, thing or idea, identified by (`user_id`, `name`, `type`) — without
         `user_id` a shared one; calling it again with the same key updates its notes and metadata.
         Returns the entity and `created`."""
-        upserted = await entities.upsert(NewEntity(name=name, type=type, notes=notes, metadata=metadata or {},
-                                                   user_id=user_id))
+        new = NewEntity(name=name, type=type, notes=notes, metadata=metadata or {}, user_id=user_id)
+        arguments = {"name": name, "type": type, "notes": notes, "metadata": metadata, "user_id": user_id}
+        result = await keyed_result(container, idempotency_key, "upsert_entity", arguments, lambda: entities.upsert(new),
+                                    lambda upserted: {"entity": _wire(wire(upserted.item, EntityOut)),
+                                                      "created": upserted.created})
         wrote()
-        return {"entity": _wire(wire(upserted.item, EntityOut)), "created": upserted.created}
+        return result
 
     @server.tool(annotations=READ)
     @guarded
@@ -241,7 +252,8 @@ def build_server(container: Container, wrote: Callable[[], None] = lambda: None)
     @server.tool(annotations=WRITE)
     @guarded
     async def relate(from_id: EntityId, label: Name, to_id: EntityId, metadata: Metadata = None,
-                     supersedes: bool = False, valid_from: str | None = None) -> Result:
+                     supersedes: bool = False, valid_from: str | None = None,
+                     idempotency_key: IdempotencyKey = None) -> Result:
         """Connect two entities with a labelled, directed relationship (e.g. Ana -lives_in-> Lisbon);
         the same (from, label, to) again updates its metadata. When a fact replaces an older one
         (Ana moved: -lives_in-> Porto), pass `supersedes=true`: the old edge is closed (kept, with
@@ -250,11 +262,15 @@ def build_server(container: Container, wrote: Callable[[], None] = lambda: None)
             begins = wire_timestamp(valid_from, "valid_from")
         except ValueError as exc:
             raise ToolError(f"validation_error: {exc}") from None
-        upserted = await entities.relate(NewRelationship(from_id=from_id, to_id=to_id, label=label,
-                                                         metadata=metadata or {}, valid_from=begins,
-                                                         supersedes=supersedes))
+        new = NewRelationship(from_id=from_id, to_id=to_id, label=label, metadata=metadata or {}, valid_from=begins,
+                              supersedes=supersedes)
+        arguments = {"from_id": from_id, "label": label, "to_id": to_id, "metadata": metadata,
+                     "supersedes": supersedes, "valid_from": valid_from}
+        result = await keyed_result(container, idempotency_key, "relate", arguments, lambda: entities.relate(new),
+                                    lambda upserted: {"relationship": _wire(wire(upserted.item, RelationshipOut)),
+                                                      "created": upserted.created})
         wrote()
-        return {"relationship": _wire(wire(upserted.item, RelationshipOut)), "created": upserted.created}
+        return result
 
     @server.tool(annotations=READ)
     @guarded
@@ -335,7 +351,7 @@ async def run(settings: Settings, transport: Transport, host: str, port: int) ->
         manager.run()
         worker = await container.worker_running()  # started unless EMBEDDING_WORKER=false
         server = build_server(container, worker.notify)
-        heap.settle()  # a long-running server too: start-up's objects out of every later collection
+        heap.freeze_start_up()  # a long-running server too: start-up's objects out of every later collection
         if transport == "stdio":
             await server.run_stdio_async()
         else:

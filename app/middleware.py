@@ -1,30 +1,18 @@
-"""Request ids, one log line per request, request metrics, and the gates every request passes
-before routing: admission control, the API key and the body's media type.
-
-``RequestObserver`` wraps the whole Litestar ASGI handler rather than sitting in Litestar's
-per-route middleware stack: it must see requests that match no route (404/405) and the final
-status of every response, after the exception handlers have turned errors into bodies. The
-router fills ``scope["path_template"]`` in the same scope dict, so the route template is known
-by the time the response starts.
+"""Request ids and admission control: the pieces of the request gates (``app.gates``) that stand
+on their own. ``AdmissionControl`` is also a plain ASGI wrapper, so it can be driven without an app.
 """
 
 from __future__ import annotations
 
-import hmac
 import itertools
 import json
 import logging
 import os
 import re
-import time
 from collections.abc import Callable, Collection
 from contextvars import ContextVar
 
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
-
-from app.metrics import UNMATCHED_ROUTE, ServiceMetrics
-
-log = logging.getLogger("nexusai.request")
 
 # nginx's "client closed request": the client went away before the answer; not a server error.
 CLIENT_CLOSED = 499
@@ -92,67 +80,6 @@ def install_request_id_filter(*logger_names: str) -> None:
             logger.addFilter(RequestIdFilter())
 
 
-class RequestObserver:
-    """ASGI wrapper: assigns the request id, echoes it in ``X-Request-ID``, logs one line per
-    request (method, route template, status, duration) and feeds ``metrics``."""
-
-    def __init__(self, app: ASGIApp, metrics: ServiceMetrics | None = None) -> None:
-        self.app = app
-        self.metrics = metrics
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        raw = next((v for k, v in scope.get("headers", ()) if k == REQUEST_ID_HEADER), None)
-        request_id = accept_request_id(raw)
-        token = request_id_var.set(request_id)
-        status = 500  # what the client sees if the app dies before answering
-        started = time.perf_counter()
-
-        async def receive_watching() -> Message:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                scope[DISCONNECTED] = True  # type: ignore[literal-required]
-            return message
-
-        async def send_with_id(message: Message) -> None:
-            nonlocal status
-            if message["type"] == "http.response.start":
-                status = message["status"]
-                headers = [(k, v) for k, v in message.get("headers", ()) if k.lower() != REQUEST_ID_HEADER]
-                headers.append((REQUEST_ID_HEADER, request_id.encode("ascii")))
-                message = {**message, "headers": headers}
-            await send(message)
-
-        try:
-            await self.app(scope, receive_watching, send_with_id)
-        except BaseException:
-            if scope.get(DISCONNECTED):
-                status = CLIENT_CLOSED
-                raise
-            log.exception("request %s failed before answering", request_id,
-                          extra={"request_id": request_id, "method": scope.get("method"),
-                                 "path": scope.get("path_template") or UNMATCHED_ROUTE})
-            raise
-        finally:
-            seconds = time.perf_counter() - started
-            route = scope.get("path_template") or UNMATCHED_ROUTE
-            method = scope.get("method", "")
-            if scope.get(DISCONNECTED) and status >= 500:
-                status = CLIENT_CLOSED  # the answer (if any) reached nobody; the client's doing
-            if self.metrics is not None:
-                self.metrics.observe_request(method, route, status, seconds)
-            level = logging.ERROR if status >= 500 else logging.INFO
-            if log.isEnabledFor(level):  # the fields are built only for a line that is written
-                duration_ms = round(seconds * 1000, 3)
-                log.log(level, "%s %s %s %.1fms request_id=%s", method, route, status, duration_ms, request_id,
-                        extra={"request_id": request_id, "method": method, "path": route, "status": status,
-                               "duration_ms": duration_ms})
-            request_id_var.reset(token)
-
-
-# -- gates before routing --------------------------------------------------------------------------
 async def send_error(send: Send, status: int, code: str, message: str,
                      headers: Collection[tuple[bytes, bytes]] = ()) -> None:
     """Answer with the service's error shape without entering the app."""
@@ -163,7 +90,7 @@ async def send_error(send: Send, status: int, code: str, message: str,
     await send({"type": "http.response.body", "body": body})
 
 
-def _header(scope: Scope, name: bytes) -> bytes | None:
+def header(scope: Scope, name: bytes) -> bytes | None:
     for key, value in scope.get("headers", ()):
         if key == name:
             return value
@@ -178,9 +105,12 @@ def is_open_path(path: str, open_paths: Collection[str]) -> bool:
 class AdmissionControl:
     """At most ``limit`` requests in flight; the next ones get 503 with ``Retry-After`` at once
     instead of queueing until they time out. ``exempt`` paths (health, metrics) always pass, so
-    an overloaded service can still say so. ``limit`` 0 turns the gate off."""
+    an overloaded service can still say so. ``limit`` 0 turns the gate off.
 
-    def __init__(self, app: ASGIApp, limit: int, exempt: Collection[str], retry_after: int = 1,
+    One instance counts for the whole app: ``app.gates`` calls ``admit`` with the route's app.
+    Called itself, it guards ``app`` (None when only ``admit`` is used)."""
+
+    def __init__(self, app: ASGIApp | None, limit: int, exempt: Collection[str], retry_after: int = 1,
                  max_body: int = 1_048_576) -> None:
         self.app = app
         self.limit = limit
@@ -198,44 +128,56 @@ class AdmissionControl:
         self._refusal_body = {"type": "http.response.body", "body": body}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or self.limit <= 0 or is_open_path(scope["path"], self.exempt):
-            await self.app(scope, receive, send)
+        assert self.app is not None, "built without an app: call admit()"
+        await self.admit(scope, receive, send, self.app)
+
+    def passes(self, scope: Scope) -> bool:
+        """True for a request the gate lets through uncounted."""
+        return scope["type"] != "http" or self.limit <= 0 or is_open_path(scope["path"], self.exempt)
+
+    async def admit(self, scope: Scope, receive: Receive, send: Send, app: ASGIApp) -> None:
+        """Run ``app`` for the request in a slot, or refuse it with 503."""
+        if self.passes(scope):
+            await app(scope, receive, send)
             return
-        if _has_body(scope):
+        if has_body(scope):
             # A slow or stalled upload must not hold a slot: 64 clients trickling bodies would make
             # the service refuse everyone. The body (up to max_body; beyond it the app answers 413)
             # is read first, then replayed to the app.
-            receive = await _body_first(receive, self.max_body)
+            receive = await body_first(receive, self.max_body)
         if self.in_flight >= self.limit:
             self.rejected += 1
             if self.on_reject is not None:
                 self.on_reject()
-            await send(self._refusal_start)
-            await send(self._refusal_body)
+            await self.refuse(scope, send)
             return
         self.in_flight += 1
         try:
-            await self.app(scope, receive, send)
+            await app(scope, receive, send)
         finally:
             self.in_flight -= 1
 
+    async def refuse(self, scope: Scope, send: Send) -> None:
+        # Marked so the request log skips it: under overload a refusal must cost as little as
+        # possible (no log line; admission has its own counter).
+        scope[REFUSED] = True  # type: ignore[literal-required]
+        await send(self._refusal_start)
+        await send(self._refusal_body)
 
-def _has_body(scope: Scope) -> bool:
-    length = (_header(scope, b"content-length") or b"0").strip()
-    return length not in (b"0", b"") or _header(scope, b"transfer-encoding") is not None
+
+REFUSED = "nexusai.refused"  # scope key: admission control answered 503
 
 
-async def _body_first(receive: Receive, max_body: int) -> Receive:
+def has_body(scope: Scope) -> bool:
+    length = (header(scope, b"content-length") or b"0").strip()
+    return length not in (b"0", b"") or header(scope, b"transfer-encoding") is not None
+
+
+async def body_first(receive: Receive, max_body: int) -> Receive:
     """Read the request's body messages now (stopping past ``max_body`` bytes or at a disconnect)
     and return a ``receive`` that hands them out again, then continues with the real one."""
-    return (await buffered_body(receive, max_body))[1]
-
-
-async def buffered_body(receive: Receive, max_body: int) -> tuple[bytes | None, Receive]:
-    """``_body_first``, and the whole body when it arrived complete within ``max_body`` bytes
-    (None when it is larger, or the client went away)."""
     buffered: list[Message] = []
-    size, complete = 0, False
+    size = 0
     while True:
         message = await receive()
         buffered.append(message)
@@ -243,71 +185,10 @@ async def buffered_body(receive: Receive, max_body: int) -> tuple[bytes | None, 
             break
         size += len(message.get("body", b""))
         if not message.get("more_body") or size > max_body:
-            complete = not message.get("more_body") and size <= max_body
             break
-    body = b"".join(m.get("body", b"") for m in buffered) if complete else None
     buffered.reverse()
 
     async def replay() -> Message:
         return buffered.pop() if buffered else await receive()
 
-    return body, replay
-
-
-class ApiKeyGate:
-    """Checks ``Authorization: Bearer <key>`` before routing, so a caller without the key learns
-    nothing about which routes or methods exist (every path answers 401). ``open_paths`` (health)
-    pass, marked ``scope["authenticated"]`` so they can hide details; CORS preflights pass so the
-    CORS layer can answer them."""
-
-    def __init__(self, app: ASGIApp, key: str | None, open_paths: Collection[str], cors: bool = False) -> None:
-        self.app = app
-        self.key = key.encode() if key else None
-        self.open_paths = frozenset(open_paths)
-        self.cors = cors
-
-    def authorized(self, scope: Scope) -> bool:
-        if self.key is None:
-            return True
-        scheme, _, token = (_header(scope, b"authorization") or b"").partition(b" ")
-        return scheme.lower() == b"bearer" and hmac.compare_digest(token, self.key)
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or self.key is None:
-            await self.app(scope, receive, send)
-            return
-        ok = self.authorized(scope)
-        scope["authenticated"] = ok  # type: ignore[literal-required]
-        preflight = self.cors and scope["method"] == "OPTIONS" and _header(scope, b"access-control-request-method")
-        if ok or preflight or is_open_path(scope["path"], self.open_paths):
-            await self.app(scope, receive, send)
-            return
-        await send_error(send, 401, "unauthorized",
-                         "a valid 'Authorization: Bearer <MEMORY_API_KEY>' header is required",
-                         [(b"www-authenticate", b'Bearer realm="memory"')])
-
-
-_JSON_TYPE = re.compile(rb"^\s*application/(?:[\w.+-]+\+)?json\s*(?:;.*)?$", re.IGNORECASE)
-_BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
-
-
-class JsonBodiesOnly:
-    """A request that carries a body must say ``Content-Type: application/json`` (415 otherwise).
-
-    A web page can send a cross-origin "simple" request (text/plain, a form) without a CORS
-    preflight; refusing every other media type means such a request can never write."""
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and scope["method"] in _BODY_METHODS:
-            content_type = _header(scope, b"content-type")
-            has_body = content_type is not None or (_header(scope, b"content-length") or b"0").strip() not in (b"0", b"") \
-                or _header(scope, b"transfer-encoding") is not None
-            if has_body and (content_type is None or not _JSON_TYPE.match(content_type)):
-                shown = (content_type or b"none").decode("latin-1")[:100]
-                await send_error(send, 415, "unsupported_media_type",
-                                 f"request bodies must be JSON (Content-Type: application/json), got {shown!r}")
-                return
-        await self.app(scope, receive, send)
+    return replay

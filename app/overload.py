@@ -31,7 +31,7 @@ from collections.abc import Collection
 
 from litestar.types import ASGIApp, Receive, Scope, Send
 
-from app.middleware import AdmissionControl, _body_first, _has_body, is_open_path
+from app.middleware import AdmissionControl, body_first, has_body
 
 _SWEEP_EVERY = 1024  # refusals between sweeps of the refused-connections table
 
@@ -39,7 +39,7 @@ _SWEEP_EVERY = 1024  # refusals between sweeps of the refused-connections table
 class PatientAdmission(AdmissionControl):
     """``AdmissionControl`` whose repeat refusals are held instead of answered at once (above)."""
 
-    def __init__(self, app: ASGIApp, limit: int, exempt: Collection[str], retry_after: int = 1,
+    def __init__(self, app: ASGIApp | None, limit: int, exempt: Collection[str], retry_after: int = 1,
                  max_body: int = 1_048_576, *, hold: float | None = None, max_held: int | None = None) -> None:
         super().__init__(app, limit, exempt, retry_after, max_body)
         self.hold = float(retry_after if hold is None else hold)
@@ -53,12 +53,12 @@ class PatientAdmission(AdmissionControl):
     def waiting(self) -> int:
         return sum(1 for waiter in self._line if not waiter.done())
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or self.limit <= 0 or is_open_path(scope["path"], self.exempt):
-            await self.app(scope, receive, send)
+    async def admit(self, scope: Scope, receive: Receive, send: Send, app: ASGIApp) -> None:
+        if self.passes(scope):
+            await app(scope, receive, send)
             return
-        if _has_body(scope):
-            receive = await _body_first(receive, self.max_body)  # a slow upload holds no slot
+        if has_body(scope):
+            receive = await body_first(receive, self.max_body)  # a slow upload holds no slot
         client = scope.get("client")
         if self.in_flight < self.limit:
             self.in_flight += 1
@@ -69,11 +69,10 @@ class PatientAdmission(AdmissionControl):
             self._refused_at[client] = time.monotonic()  # (a held request always has a peer)
         else:
             self._refuse_later(client)
-            await send(self._refusal_start)
-            await send(self._refusal_body)
+            await self.refuse(scope, send)
             return
         try:
-            await self.app(scope, receive, send)
+            await app(scope, receive, send)
         finally:
             self._release()
 

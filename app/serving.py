@@ -1,21 +1,17 @@
-"""``serve`` with ``WORKERS`` > 1: one listening socket, N worker processes under uvicorn's supervisor.
+"""How many processes ``serve`` runs, and what several of them share.
 
-The parent validates the configuration and opens (migrates) the store once, binds the socket, and
-runs uvicorn's ``Multiprocess`` supervisor, which spawns the workers, replaces a worker that dies
-or stops answering its health ping, and on SIGTERM/SIGINT asks every worker to drain and waits.
-Each worker builds its own app from a picklable ``WorkerApp`` (the parent's exact settings, not a
-second reading of the environment) and asks the kernel to kill it when the parent dies
-(``PR_SET_PDEATHSIG``), so ``kill -9`` of the parent leaves no orphan serving the port or holding
-the index.
-
-Per worker: SQLite connections (WAL lets processes read and write one file; writers take turns on
-its write lock), admission control (``MAX_IN_FLIGHT`` per worker: the kernel hands connections to
-whichever worker accepts first, often unevenly, so an even split of the limit refused requests
-that one process would have admitted), metrics, the health monitor and MCP sessions (stateless
-across workers). The vector index has one owner, the index host (``app.index_host``), a process
-of its own that ``serve`` starts beside the workers at every ``WORKERS`` value; the workers follow
-it (``app.index_role``). ``serve`` also provides the shared metrics directory (``shared_metrics_dir``)
-in which the workers and the host count.
+One process by default on the embedded engines: Qdrant Edge's shards have one opener, and an
+in-memory index or store is private to its process, so ``WORKERS`` > 1 is refused there at start
+(``ConfigError``). Where the data lives in engines built to be shared — a Qdrant server as the
+vector index (``VECTOR_INDEX=server``) over a SQLite file (WAL, busy timeout) or PostgreSQL —
+``serve`` runs ``WORKERS`` processes under uvicorn's own ``workers`` option. Each worker builds
+its app from the environment (``worker_app``), runs its own embedding worker and index manager
+(one at a time maintains the index: ``ports.maintenance``), and asks the kernel to kill it when
+uvicorn's supervisor dies (``PR_SET_PDEATHSIG``), so ``kill -9`` of ``serve`` leaves no orphan
+serving the port. Per worker: connections, admission control (``MAX_IN_FLIGHT``: the kernel hands
+connections to whichever worker accepts first, often unevenly), the health monitor and MCP
+sessions (stateless across workers). Metrics are summed over the workers through
+prometheus-client's multiprocess directory (``shared_metrics_dir``).
 """
 
 from __future__ import annotations
@@ -31,7 +27,6 @@ import signal
 import sys
 import tempfile
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 from app.config import ConfigError, Settings
@@ -40,6 +35,8 @@ log = logging.getLogger("nexusai.app")
 
 _PR_SET_PDEATHSIG = 1
 STARTUP_FAILURE = 3  # uvicorn's exit code for "failed before serving": the supervisor then stops
+SHARED_ENGINES = ("several workers need engines that processes share: VECTOR_INDEX=server (a Qdrant server at "
+                  "QDRANT_URL) over a SQLite file or STORE=postgres")
 
 
 def usable_cores(cgroup: Path = Path("/sys/fs/cgroup"), membership: Path = Path("/proc/self/cgroup")) -> int:
@@ -119,13 +116,13 @@ def _cpus(limit: str, period: str) -> float | None:
 
 def resolve_workers(settings: Settings) -> int:
     """The number of worker processes: ``WORKERS`` (0 means one per usable core, at most
-    ``AUTO_MAX``), or 1 where several processes cannot share the data. Raises ``ConfigError``
-    when more than one is asked for explicitly and cannot work."""
-    alone = _single_process_reason(settings)
+    ``AUTO_MAX``, where several may run), or 1 where several processes cannot share the data.
+    Raises ``ConfigError`` when more than one is asked for and cannot work."""
+    alone = single_process_reason(settings)
     requested = settings.workers
     if requested:
         if requested > 1 and alone:
-            raise ConfigError("WORKERS", f"must be 1 when {alone}, got {requested}")
+            raise ConfigError("WORKERS", f"must be 1 with {alone}; {SHARED_ENGINES} (got {requested})")
         return requested
     return 1 if alone else max(1, min(usable_cores(), AUTO_MAX))
 
@@ -133,10 +130,15 @@ def resolve_workers(settings: Settings) -> int:
 AUTO_MAX = 4
 
 
-def _single_process_reason(settings: Settings) -> str | None:
-    if settings.store != "sqlite":
-        return f"STORE={settings.store} (each process would have its own memory)"
-    if settings.sqlite_path == ":memory:":
+def single_process_reason(settings: Settings) -> str | None:
+    """Why this configuration's data can be served by one process only, or None."""
+    if settings.vector_index == "edge":
+        return "the embedded Qdrant Edge index (VECTOR_INDEX=edge: one process opens its shards)"
+    if settings.vector_index == "memory":
+        return "VECTOR_INDEX=memory (each process would have its own index)"
+    if settings.store == "memory":
+        return "STORE=memory (each process would have its own memory)"
+    if settings.store == "sqlite" and settings.sqlite_path == ":memory:":
         return "SQLITE_PATH=:memory: (each process would have its own database)"
     return None
 
@@ -150,32 +152,27 @@ def die_with_parent(parent: int) -> None:
         os._exit(1)
 
 
-@dataclass(frozen=True)
-class WorkerApp:
-    """The app factory uvicorn calls in each spawned worker (pickled across the spawn)."""
+PARENT_VARIABLE = "MEMORY_SERVICE_SUPERVISOR"  # the pid of ``serve``, for its workers only
 
-    settings: Settings
-    workers: int
-    parent: int
 
-    def __call__(self):
-        die_with_parent(self.parent)
-        from app.logs import configure
-        from app.main import create_app
+def worker_app():
+    """The app factory uvicorn calls in each worker it spawns (``uvicorn.run(..., workers=N)``):
+    the settings read from the same environment as ``serve`` read them."""
+    die_with_parent(int(os.environ.get(PARENT_VARIABLE) or os.getppid()))
+    from app.config import load_settings
+    from app.logs import configure
+    from app.main import create_app
 
-        settings = self.settings
-        configure(settings.log_level, settings.log_format, secrets=settings.secrets)
-        # configure() re-enables uvicorn's access logger, which uvicorn silenced already in this
-        # process (``serve`` runs with access_log=False; the request log line is the app's own).
-        logging.getLogger("uvicorn.access").propagate = False
-        try:
-            from app.index_host import hosted
-
-            # ``serve`` runs the vector index in its own process: every worker follows it.
-            return create_app(settings, workers=self.workers, index_host=hosted(settings), serving=True)
-        except Exception:  # the parent checked the configuration: this is the environment
-            log.exception("worker %d could not build the app", os.getpid())
-            sys.exit(STARTUP_FAILURE)
+    settings = load_settings()
+    configure(settings.log_level, settings.log_format, secrets=settings.secrets)
+    # configure() re-enables uvicorn's access logger, which uvicorn silenced already in this
+    # process (``serve`` runs with access_log=False; the request log line is the app's own).
+    logging.getLogger("uvicorn.access").propagate = False
+    try:
+        return create_app(settings, serving=True)
+    except Exception:  # the parent checked the configuration: this is the environment
+        log.exception("worker %d could not build the app", os.getpid())
+        sys.exit(STARTUP_FAILURE)
 
 
 def check_before_spawning(settings: Settings) -> None:
@@ -192,37 +189,14 @@ def check_before_spawning(settings: Settings) -> None:
     asyncio.run(container.store().close())
 
 
-def run_supervisor(settings: Settings, workers: int, **uvicorn_options) -> None:
-    """Bind once and serve with ``workers`` processes until SIGTERM/SIGINT (then drain all)."""
+def run_workers(settings: Settings, workers: int, **uvicorn_options) -> None:
+    """Serve with ``workers`` processes under uvicorn's supervisor until SIGTERM/SIGINT."""
     import uvicorn
-    from uvicorn.supervisors import Multiprocess
 
-    class Supervisor(Multiprocess):
-        """uvicorn's supervisor, closing its own copy of the listening socket when told to stop:
-        the workers close theirs as they start draining, so the port refuses new connections at
-        once, as a single process does (the kernel would otherwise queue them on the parent's
-        copy until every worker has finished)."""
-
-        def _stop_listening(self) -> None:
-            for listener in self.sockets:
-                listener.close()
-
-        def handle_term(self) -> None:
-            self._stop_listening()
-            super().handle_term()
-
-        def handle_int(self) -> None:
-            self._stop_listening()
-            super().handle_int()
-
-    config = uvicorn.Config(WorkerApp(settings, workers, os.getpid()), factory=True, workers=workers,
-                            host=settings.host, port=settings.port, **uvicorn_options)
-    sock = config.bind_socket()
+    os.environ[PARENT_VARIABLE] = str(os.getpid())
     log.info("serving on %s:%d with %d worker processes", settings.host, settings.port, workers)
-    try:
-        Supervisor(config, sockets=[sock]).run()
-    finally:
-        sock.close()
+    uvicorn.run("app.serving:worker_app", factory=True, workers=workers, host=settings.host, port=settings.port,
+                **uvicorn_options)
 
 
 METRICS_DIR_VARIABLE = "PROMETHEUS_MULTIPROC_DIR"

@@ -58,11 +58,11 @@ async def settled_probe(embedder) -> EmbedderStatus:
     return status
 
 
-async def settle_heap_once_loaded(embedder) -> None:
-    """``app.heap.settle`` again once the embedder is no longer starting: an in-process model
+async def freeze_heap_once_loaded(embedder) -> None:
+    """``app.heap.freeze_start_up`` again once the embedder is no longer starting: an in-process model
     loads after start-up, and what it built would otherwise stay in the collected generations."""
     await settled_probe(embedder)
-    heap.settle()
+    heap.freeze_start_up()
 
 
 async def report_embedder(container) -> None:

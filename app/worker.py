@@ -5,7 +5,7 @@ briefly when there is none, and is woken early by ``notify()`` after a write. Af
 found less than a full batch (writes arriving steadily, not a backlog) it waits ``GATHER_SECONDS``
 before the next one, so a pass embeds what arrived meanwhile together: under the peer bench's
 POST row back-to-back passes took ~20 records each, and each pass's fixed costs (its reads, its
-two write transactions with their fsyncs and writer turns, its calls into the index) were paid
+two write transactions with their fsyncs, its calls into the index) were paid
 again for every few requests. A backlog (full batches) drains without a pause. Stopping lets the
 current pass finish, so a batch is never abandoned half-done (its jobs would be retried anyway).
 """
@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Callable
 
 from domain.indexing import IndexingService
 
@@ -25,8 +26,15 @@ GATHER_SECONDS = 0.05  # between passes under a steady flow: what the vector ind
 
 
 class EmbeddingWorker:
-    def __init__(self, indexing: IndexingService, batch: int = 64, gather: float = GATHER_SECONDS) -> None:
+    """Drains the outbox while ``drains()`` says so. Where several processes serve one store, only
+    the one maintaining the index drains it: two drainers could take the same jobs, and one that
+    read a record before it was changed could upsert the old text's vector after the other wrote
+    the new one's. The others' writes are picked up within ``IDLE_SECONDS``."""
+
+    def __init__(self, indexing: IndexingService, batch: int = 64, gather: float = GATHER_SECONDS,
+                 drains: Callable[[], bool] = lambda: True) -> None:
         self._indexing = indexing
+        self._drains = drains
         self._batch = batch
         self._gather = gather
         self._wake = asyncio.Event()
@@ -51,7 +59,7 @@ class EmbeddingWorker:
     async def _run(self) -> None:
         while not self._stopped.is_set():
             try:
-                result = await self._indexing.run_once(self._batch)
+                result = await self._indexing.run_once(self._batch) if self._drains() else None
             except Exception:  # the store itself failed; keep the worker alive and try again
                 log.exception("embedding worker pass failed")
                 result = None

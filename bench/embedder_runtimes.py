@@ -11,7 +11,7 @@ vectors with sentence-transformers' (cosine per text; the minimum is reported).
 
 ONNX Runtime needs an ONNX file of the model, which no installable package ships: export one with
 torch (``torch.onnx.export`` of the transformers ``BertModel``) into a venv that has onnxruntime
-and tokenizers. Install sizes and times are measured separately (see the README section).
+and tokenizers. Install sizes and times are measured separately (see docs/benchmarks.md).
 """
 
 from __future__ import annotations

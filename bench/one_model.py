@@ -1,11 +1,11 @@
 """Issue 15, one model copy: memory and hybrid-search latency with the default in-process model.
 
 Starts ``memory-service serve`` (EMBEDDER=local, all-MiniLM-L6-v2 in numpy) on a fresh small store
-with ``WORKERS`` HTTP processes, writes ``--episodes`` episodes, waits until they are embedded,
+(``WORKERS``: 1, the embedded default's only value), writes ``--episodes`` episodes, waits until they are embedded,
 then times ``--searches`` hybrid ``POST /search`` one at a time (1 connection) and reads the
 resident memory of the whole process tree (RSS summed per process, and PSS, which shares pages
 out fairly). ``--busy`` then writes that many longer episodes at once and times the same searches
-while the embedding worker drains that backlog (what the host's query lane is for).
+while the embedding worker drains that backlog in the same process.
 
     HF_HUB_OFFLINE=1 .venv/bin/python bench/one_model.py --workers 1
     # the code of another tree (e.g. main, unpacked with git archive) with this venv:

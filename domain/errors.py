@@ -34,6 +34,17 @@ class Unavailable(DomainError):
     code = "unavailable"
 
 
+class Busy(Unavailable):
+    """The service is at a limit that frees up soon (e.g. the long-poll waiters): retry after
+    ``retry_after`` seconds."""
+
+    code = "busy"
+
+    def __init__(self, message: str, *, retry_after: int, field: str | None = None) -> None:
+        super().__init__(message, field=field)
+        self.retry_after = retry_after
+
+
 class EmbeddingError(DomainError):
     """An embedder failed: unreachable, timed out, answered an error or a malformed body.
 

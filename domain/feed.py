@@ -7,7 +7,7 @@ import time
 from dataclasses import dataclass
 
 from domain.changes import HISTORY_KINDS, Event, Version
-from domain.errors import Invalid
+from domain.errors import Busy, Invalid
 from domain.limits import MAX_ACTOR, MAX_EVENT_WAIT, MAX_EVENT_WAITERS, MAX_EVENTS, MAX_ID, MAX_LIMIT
 from domain.services import check_limit
 from ports.store import Store
@@ -15,6 +15,9 @@ from ports.store import Store
 POLL_SECONDS = 0.5
 """How often a waiting long-poll looks at the store even without an in-process notification: a
 write made by another process (or the CLI) on the same database file reaches it this late."""
+
+
+WAITERS_RETRY_AFTER = 1  # seconds a poll refused at the waiter cap is told to wait: a waiter frees up soon
 
 
 def check_actor(value: str | None) -> str | None:
@@ -61,9 +64,12 @@ class HistoryService:
 
 class EventService:
     """The change feed. A long-poll waits for new events without holding a request slot (GET
-    /events is exempt from admission control); at most ``MAX_EVENT_WAITERS`` wait at once, the
-    next ones are answered at once. ``notify`` (after each write) wakes the waiters;
-    ``close`` (shutdown) answers them at once."""
+    /events is exempt from admission control); at most ``MAX_EVENT_WAITERS`` wait at once: a poll
+    that would wait beyond them is refused with ``Busy`` (never an empty page, which a client would
+    read as a timeout and poll again at once). ``notify`` (after each write) wakes the waiters;
+    ``close`` (shutdown) answers them at once. A cursor beyond the newest event is ``Invalid``:
+    it was not handed out by this feed (another database, or a typo), and waiting on it would miss
+    every event up to it."""
 
     def __init__(self, store: Store) -> None:
         self._store = store
@@ -85,9 +91,16 @@ class EventService:
         if not 0 <= wait <= MAX_EVENT_WAIT:
             raise Invalid(f"wait must be between 0 and {MAX_EVENT_WAIT} seconds", field="wait")
         events = await self._store.events.after(after, limit)
-        if not events and wait > 0 and not self._closing and self.waiting < MAX_EVENT_WAITERS:
+        oldest, newest = await self._store.events.bounds()
+        if not events and after > newest:
+            raise Invalid(f"after ({after}) is beyond the newest event ({newest}): pass 0 or a nextAfter "
+                          "this feed answered", field="after")
+        if not events and wait > 0 and not self._closing:
+            if self.waiting >= MAX_EVENT_WAITERS:
+                raise Busy(f"{MAX_EVENT_WAITERS} long-polls are waiting already; retry after "
+                           f"{WAITERS_RETRY_AFTER} s or poll without wait", retry_after=WAITERS_RETRY_AFTER)
             events = await self._wait(after, limit, time.monotonic() + wait)
-        oldest, _ = await self._store.events.bounds()
+            oldest, _ = await self._store.events.bounds()
         truncated = oldest > after + 1 and (not events or events[0].seq > after + 1)
         return EventBatch(events, events[-1].seq if events else after, truncated)
 

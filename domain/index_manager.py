@@ -21,6 +21,10 @@ blindly and nothing derived stops the service:
   ids when the counts differ; small differences are repaired in place, large ones rebuilt.
 - Large embedded collections are re-indexed the same way when the backend advises it, so
   maintenance never takes a collection offline.
+- Several processes may serve one store (a Qdrant server as the index): each one's manager
+  serves and writes, but only the holder of the store's ``MaintenanceLock`` builds, verifies,
+  repairs and switches generations. The others follow the manifest (every ``check_seconds``) and
+  take the maintenance over when the holder goes.
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ from domain.index_verify import Verification
 from domain.vectors import COLLECTIONS, ModelRef, VectorFilter, VectorHit, VectorPoint, encode_vector
 from ports.embedder import Embedder
 from ports.index_catalog import Generation, IndexCatalog, StoredEmbeddings
+from ports.maintenance import MaintenanceLock
 from ports.store import Store
 from ports.vector_index import CollectionAliases, IndexStorage, VectorIndex
 
@@ -60,9 +65,11 @@ class IndexManager(Verification, StoreSource):
     def __init__(
         self, index: VectorIndex, catalog: IndexCatalog, store: Store, embedder: Embedder,
         embedder_kind: str, *, verify_seconds: float = 300.0, check_seconds: float = 5.0,
-        storage: IndexStorage | None = None,
+        storage: IndexStorage | None = None, lock: MaintenanceLock | None = None,
     ) -> None:
         self._index = index
+        self._maintenance = lock  # None: this process alone serves the store
+        self.maintaining = False
         # Builds, verification and drops go to the engine's storage side: by default the same
         # object, since every backend implements both ports.
         self._storage: IndexStorage = storage if storage is not None else cast(IndexStorage, index)
@@ -91,9 +98,13 @@ class IndexManager(Verification, StoreSource):
     # ---- lifecycle -----------------------------------------------------------------------------
 
     async def start(self) -> None:
-        """Open what can be trusted, schedule what must be rebuilt; never raises for the index."""
+        """Open what can be trusted, schedule what must be rebuilt; never raises for the index.
+        Without the maintenance lock (another process maintains the index): follow its manifest."""
         self._model_id = await self._catalog.model_id(self.model)
         self._store_id = await self._catalog.store_id()
+        self.maintaining = self._maintenance is None or await self._maintenance.try_acquire()
+        if not self.maintaining:
+            return await self._follow()
         generations = await self._catalog.generations()
         active = {g.collection: g for g in generations if g.state == "active"}
         try:
@@ -123,7 +134,8 @@ class IndexManager(Verification, StoreSource):
         return self._task
 
     async def close(self) -> None:
-        """Stop the background task; a build in progress is abandoned (the next start drops it)."""
+        """Stop the background task; a build in progress is abandoned (the next start drops it).
+        The maintenance lock stays held: its owner lets it go once the index itself is closed."""
         if self._task is not None:
             self._task.cancel()
             try:
@@ -131,6 +143,35 @@ class IndexManager(Verification, StoreSource):
             except (asyncio.CancelledError, Exception):
                 pass
             self._task = None
+        self.maintaining = False
+
+    async def _follow(self) -> None:
+        """Serve each collection's active generation as the maintaining process recorded it."""
+        active = {g.collection: g for g in await self._catalog.generations() if g.state == "active"}
+        holder = await self._maintenance.holder() if self._maintenance is not None else None
+        for name, state in self._states.items():
+            generation = active.get(name)
+            state.active = generation
+            state.usable = generation is not None and generation.model_id == self._model_id
+            state.state = CONSISTENT if state.usable else UNAVAILABLE
+            # By the backend's alias where it has one: a switch by the maintaining process then
+            # reaches this one at once, not at the next look at the manifest.
+            state.alias = self.alias_of(name) if self._aliases is not None and state.usable else None
+            state.reason = None if state.usable else (
+                f"being built by the process maintaining the index (pid {holder or 'unknown'})")
+
+    async def _take_over(self) -> bool:
+        """Follow, or take the maintenance over once its holder has gone: True while maintaining."""
+        if self.maintaining:
+            return True
+        if self._maintenance is not None and await self._maintenance.try_acquire():
+            log.info("this process now maintains the vector index")
+            for state in self._states.values():
+                state.active, state.usable = None, False
+            await self.start()
+            return True
+        await self._follow()
+        return False
 
     async def _open(self, state: CollectionState, generation: Generation | None, existing: set[str] | None) -> None:
         name, dimension = state.name, self.model.dimension
@@ -212,6 +253,9 @@ class IndexManager(Verification, StoreSource):
     async def _loop(self) -> None:
         while True:
             try:
+                if not await self._take_over():
+                    await asyncio.sleep(self._check_seconds)
+                    continue
                 for name in await self._catalog.take_reindex_request():
                     if name in self._states:
                         self.request_rebuild(name, "memory-service reindex")
@@ -310,7 +354,7 @@ class IndexManager(Verification, StoreSource):
         low = self._storage.disk_low()
         states = list(self._states.values())
         return {"status": overall(states, low), "model": self.model.describe(), "diskLow": low,
-                "storeId": self._store_id,
+                "storeId": self._store_id, "maintaining": self.maintaining,
                 "builds": self.builds, "repairs": self.repairs,
                 "catchUp": {"writesDuringBuilds": self.build_writes, "replayed": self.replayed},
                 "collections": {s.name: s.as_dict() for s in states}}
@@ -334,7 +378,7 @@ class IndexManager(Verification, StoreSource):
             raise VectorIndexError(f"vector collection {collection!r} does not exist")
         if not state.usable or state.active is None:
             raise VectorIndexError(state.unavailable_message())
-        return state.active.physical
+        return state.alias if not self.maintaining and state.alias else state.active.physical
 
     async def ensure_collection(self, name: str, dimension: int) -> None:
         """Collections are the manager's own: this only checks the name and the dimension."""

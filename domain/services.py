@@ -22,6 +22,7 @@ from domain.models import (
 from domain.listing import CursorPage, fetch_page
 from domain.record_kinds import NAMES
 from domain import writes
+from domain.idempotency import keyed
 from ports.entities import Direction
 from ports.store import Store
 
@@ -101,6 +102,14 @@ def _found(item, what: str, item_id: int | str):
     return item
 
 
+async def _write(store: Store, fn):
+    """Run the write ``fn`` as one unit of work; a request's idempotency key, when it has one, is
+    stored with it (``domain.idempotency.keyed``). ``fn`` returns what the service answers (a
+    missing record raises inside the unit, which wrote nothing), so the answer stored with the
+    write is the one the caller is sent."""
+    return await store.uow.run(keyed(fn))
+
+
 class SessionService:
     def __init__(self, store: Store) -> None:
         self._store = store
@@ -109,7 +118,7 @@ class SessionService:
         check_metadata(metadata)
         check_text(external_id, "externalId", maximum=MAX_NAME)  # here, not on the writer thread
         check_owner(owner)
-        return await self._store.uow.run(lambda tx: writes.create_session(tx, external_id, metadata, owner))
+        return await _write(self._store, lambda tx: writes.create_session(tx, external_id, metadata, owner))
 
     async def get(self, session_id: int) -> Session:
         return _found(await self._store.sessions.get(session_id), "session", session_id)
@@ -133,10 +142,11 @@ class SessionService:
 
     async def update(self, session_id: int, metadata: Metadata) -> Session:
         check_metadata(metadata)
-        return _found(await self._store.uow.run(lambda tx: writes.update_session(tx, session_id, metadata)), "session", session_id)
+        return await _write(self._store, lambda tx: _found(writes.update_session(tx, session_id, metadata), "session",
+                                                           session_id))
 
     async def delete(self, session_id: int) -> None:
-        _found(await self._store.uow.run(lambda tx: writes.delete_session(tx, session_id)) or None, "session", session_id)
+        await _write(self._store, lambda tx: _found(writes.delete_session(tx, session_id) or None, "session", session_id))
 
 
 class EpisodeService:
@@ -155,7 +165,7 @@ class EpisodeService:
 
     async def add(self, new: NewEpisode) -> Episode:
         checked = self._checked(new)
-        return (await self._store.uow.run(lambda tx: writes.add_episodes(tx, [checked])))[0]
+        return await _write(self._store, lambda tx: writes.add_episodes(tx, [checked])[0])
 
     async def add_batch(self, batch: Sequence[NewEpisode]) -> list[Episode]:
         if not batch:
@@ -163,7 +173,7 @@ class EpisodeService:
         if len(batch) > MAX_BATCH:
             raise Invalid(f"at most {MAX_BATCH} episodes per batch", field="episodes")
         checked = [self._checked(e) for e in batch]
-        return await self._store.uow.run(lambda tx: writes.add_episodes(tx, checked))
+        return await _write(self._store, lambda tx: writes.add_episodes(tx, checked))
 
     async def get(self, episode_id: int) -> Episode:
         return _found(await self._store.episodes.get(episode_id), "episode", episode_id)
@@ -182,10 +192,11 @@ class EpisodeService:
             user, ai = new["user_message"], new["ai_response"]
             if not (user.strip() or ai.strip()):
                 raise Invalid("userMessage and aiResponse must not both be empty", field="userMessage")
-        return _found(await self._store.uow.run(lambda tx: writes.update_episode(tx, episode_id, changes)), "episode", episode_id)
+        return await _write(self._store, lambda tx: _found(writes.update_episode(tx, episode_id, changes), "episode",
+                                                           episode_id))
 
     async def delete(self, episode_id: int) -> None:
-        _found(await self._store.uow.run(lambda tx: writes.delete_episode(tx, episode_id)) or None, "episode", episode_id)
+        await _write(self._store, lambda tx: _found(writes.delete_episode(tx, episode_id) or None, "episode", episode_id))
 
     async def of_session(self, session_id: int, limit: int, offset: int) -> Page[Episode]:
         check_limit(limit)
@@ -222,7 +233,7 @@ class EntityService:
         if new.notes is not None:
             check_text(new.notes, "notes", allow_empty=True)
         check_metadata(new.metadata)
-        return await self._store.uow.run(lambda tx: writes.upsert_entity(tx, new))
+        return await _write(self._store, lambda tx: writes.upsert_entity(tx, new))
 
     async def get(self, entity_id: int) -> Entity:
         return _found(await self._store.entities.get(entity_id), "entity", entity_id)
@@ -235,8 +246,8 @@ class EntityService:
         if _given(changes.notes) is not None:
             check_text(changes.notes, "notes", allow_empty=True)
         check_metadata(_given(changes.metadata))
-        return _found(await self._store.uow.run(lambda tx: writes.update_entity(tx, entity_id, changes)),
-                      "entity", entity_id)
+        return await _write(self._store, lambda tx: _found(writes.update_entity(tx, entity_id, changes), "entity",
+                                                           entity_id))
 
     async def listed(self, *, limit: int, order: str, cursor: str | None, filter: str | None,
                      type: str | None = None, user_id: str | None = None) -> CursorPage[Entity]:
@@ -263,13 +274,13 @@ class EntityService:
         return await self._store.entities.find_by_name(check_text(name, "name", maximum=MAX_NAME), check_limit(limit))
 
     async def delete(self, entity_id: int) -> None:
-        _found(await self._store.uow.run(lambda tx: writes.delete_entity(tx, entity_id)) or None, "entity", entity_id)
+        await _write(self._store, lambda tx: _found(writes.delete_entity(tx, entity_id) or None, "entity", entity_id))
 
     async def relate(self, new: NewRelationship) -> Upserted[Relationship]:
         check_text(new.label, "label", maximum=MAX_NAME)
         check_owner(Owner(new.user_id))
         check_metadata(new.metadata)
-        return await self._store.uow.run(lambda tx: writes.relate(tx, new))
+        return await _write(self._store, lambda tx: writes.relate(tx, new))
 
     async def relationships(self, entity_id: int, direction: Direction = "out",
                             as_of: str | None = None) -> list[Relationship]:
@@ -280,8 +291,12 @@ class EntityService:
         return await self._store.entities.relationships_of(entity_id, direction, as_of)
 
     async def unrelate(self, from_id: int, to_id: int, label: str) -> None:
-        if not await self._store.uow.run(lambda tx: writes.unrelate(tx, from_id, to_id, label)):
-            raise NotFound(f"relationship {from_id} -[{label}]-> {to_id} does not exist")
+        def unit(tx) -> bool:
+            if not writes.unrelate(tx, from_id, to_id, label):
+                raise NotFound(f"relationship {from_id} -[{label}]-> {to_id} does not exist")
+            return True
+
+        await _write(self._store, unit)
 
 
 class SummaryService:
@@ -293,7 +308,7 @@ class SummaryService:
         check_count(new.token_count, "tokenCount")
         check_count(new.episode_count, "episodeCount")
         check_metadata(new.metadata)
-        return await self._store.uow.run(lambda tx: writes.add_summary(tx, new))
+        return await _write(self._store, lambda tx: writes.add_summary(tx, new))
 
     async def get(self, summary_id: int) -> Summary:
         return _found(await self._store.summaries.get(summary_id), "summary", summary_id)
@@ -305,8 +320,8 @@ class SummaryService:
         check_count(_given(changes.token_count), "tokenCount")
         check_count(_given(changes.episode_count), "episodeCount")
         check_metadata(_given(changes.metadata))
-        return _found(await self._store.uow.run(lambda tx: writes.update_summary(tx, summary_id, changes)),
-                      "summary", summary_id)
+        return await _write(self._store, lambda tx: _found(writes.update_summary(tx, summary_id, changes), "summary",
+                                                           summary_id))
 
     async def listed(self, *, limit: int, order: str, cursor: str | None, filter: str | None,
                      session_id: int | None = None, owner: Owner = Owner()) -> CursorPage[Summary]:
@@ -319,7 +334,8 @@ class SummaryService:
         return await self._store.summaries.list(session_id)
 
     async def delete(self, summary_id: int) -> None:
-        _found(await self._store.uow.run(lambda tx: writes.delete_summary(tx, summary_id)) or None, "summary", summary_id)
+        await _write(self._store, lambda tx: _found(writes.delete_summary(tx, summary_id) or None, "summary",
+                                                    summary_id))
 
 
 class UserService:
@@ -333,7 +349,7 @@ class UserService:
         An unknown user answers zeros (like mem0's ``delete_all``): forgetting is idempotent, so a
         retried request after a lost answer succeeds instead of reading as an error."""
         check_owner(Owner(user_id))
-        return await self._store.uow.run(lambda tx: writes.forget_user(tx, user_id))
+        return await _write(self._store, lambda tx: writes.forget_user(tx, user_id))
 
 
 class ExpiryService:
@@ -353,4 +369,15 @@ class ExpiryService:
             for kind, n in purged.items():
                 total[kind] += n
             if max(purged.values()) < self.BATCH:
+                await self.purge_keys(moment)
+                return total
+
+    async def purge_keys(self, now: str | None = None) -> int:
+        """Delete every idempotency key expired by ``now`` (``domain.idempotency``), batch by batch;
+        answers how many went. Reads already ignore them; this reclaims the space."""
+        moment, total = now or utc_now(), 0
+        while True:
+            gone = await self._store.uow.run(lambda tx: writes.purge_expired_keys(tx, moment, self.BATCH))
+            total += gone
+            if gone < self.BATCH:
                 return total

@@ -192,7 +192,7 @@ def encode_vector(vector: Sequence[float]) -> bytes:
     # numpy does the arithmetic of ``normalized`` and ``struct``'s "e" packing element for element
     # (IEEE products and quotients, float64 -> float16 rounding half to even), with the norm summed
     # by the same ``fsum``: the bytes are the same, at ~30 instead of ~70 us per 384-d vector (the
-    # index host encodes every vector it stores). A test keeps the plain form and compares.
+    # service encodes every vector it stores). A test keeps the plain form and compares.
     values = np.asarray(vector, dtype=np.float64)
     norm = math.sqrt(math.fsum((values * values).tolist()))
     if norm == 0.0:

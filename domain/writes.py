@@ -240,6 +240,11 @@ def purge_expired(tx: Transaction, now: str, limit: int) -> dict[str, int]:
     return purged
 
 
+def purge_expired_keys(tx: Transaction, now: str, limit: int) -> int:
+    """Delete up to ``limit`` idempotency keys expired by ``now``; answers how many."""
+    return tx.idempotency.delete_expired(now, limit)
+
+
 def reindex(tx: Transaction, collection: Source) -> int:
     """Queue an upsert job for every record of ``collection``; returns how many."""
     return tx.outbox.enqueue_every(collection)

@@ -13,6 +13,7 @@ from ports.entities import Entities
 from ports.episodes import Episodes
 from ports.events import Events
 from ports.history import History
+from ports.idempotency import IdempotencyRecords
 from ports.keyword_index import KeywordIndex
 from ports.listing import Listing
 from ports.operations import StoreOperations
@@ -43,5 +44,7 @@ class Store(Protocol):
     def history(self) -> History: ...
     @property
     def events(self) -> Events: ...
+    @property
+    def idempotency(self) -> IdempotencyRecords: ...
     @property
     def uow(self) -> UnitOfWork: ...

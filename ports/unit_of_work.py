@@ -26,6 +26,7 @@ from ports.entities import EntityWrites
 from ports.episodes import EpisodeWrites
 from ports.events import EventWrites
 from ports.history import HistoryWrites
+from ports.idempotency import IdempotencyWrites
 from ports.outbox import OutboxWrites
 from ports.sessions import SessionWrites
 from ports.summaries import SummaryWrites
@@ -43,6 +44,7 @@ class Transaction(Protocol):
     outbox: OutboxWrites
     history: HistoryWrites
     events: EventWrites
+    idempotency: IdempotencyWrites
 
 
 class UnitOfWork(Protocol):

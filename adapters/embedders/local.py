@@ -10,8 +10,7 @@ thread that ``start()`` begins: ``probe()`` answers "starting" at once meanwhile
 waits for the load in a worker thread, never on the event loop.
 
 Encoding takes turns on the model (``EncodeLane``): documents one short forward pass at a time,
-queries (``embed_query``: a search's text, also what the index host answers ``SocketEmbedder``
-with) at the next turn, on threads of their own.
+queries (``embed_query``: a search's text) at the next turn, on threads of their own.
 """
 
 from __future__ import annotations

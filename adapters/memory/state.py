@@ -7,10 +7,11 @@ from dataclasses import dataclass, field
 
 from domain.models import Entity, Episode, Metadata, Page, Relationship, Session, Summary, store_timestamp, utc_now
 from domain.changes import Event, Version
+from domain.idempotency import KeyedAnswer
 from domain.outbox import OutboxJob
 
 _TABLES = ("sessions", "episodes", "entities", "relationships", "summaries", "outbox", "retry_at", "last_ids",
-           "history", "events")
+           "history", "events", "idempotency")
 
 
 @dataclass
@@ -25,6 +26,7 @@ class MemoryState:
     last_ids: dict[str, int] = field(default_factory=dict)
     history: dict[int, Version] = field(default_factory=dict)
     events: dict[int, Event] = field(default_factory=dict)
+    idempotency: dict[tuple[str, str], KeyedAnswer] = field(default_factory=dict)
 
     def next_id(self, table: str) -> int:
         """Ids count up per table from 1 (a rolled-back unit gives its ids back, as SQLite does)."""

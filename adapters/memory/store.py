@@ -9,6 +9,7 @@ from __future__ import annotations
 from adapters.memory.entities import MemoryEntities
 from adapters.memory.episodes import MemoryEpisodes
 from adapters.memory.history import MemoryEvents, MemoryHistory
+from adapters.memory.idempotency import MemoryIdempotency
 from adapters.memory.keyword_index import MemoryKeywordIndex
 from adapters.memory.listing import MemoryListing
 from adapters.memory.operations import MemoryOperations
@@ -33,6 +34,7 @@ class MemoryStore:
         self.operations = MemoryOperations(state)
         self.history = MemoryHistory(state)
         self.events = MemoryEvents(state)
+        self.idempotency = MemoryIdempotency(state)
         self.uow = MemoryUnitOfWork(state, event_retention)
 
     async def close(self) -> None:

@@ -9,6 +9,7 @@ from typing import TypeVar
 from adapters.memory.entities import EntityTx
 from adapters.memory.episodes import EpisodeTx
 from adapters.memory.history import EventTx, HistoryTx
+from adapters.memory.idempotency import IdempotencyTx
 from adapters.memory.outbox import OutboxTx
 from adapters.memory.sessions import SessionTx
 from adapters.memory.state import MemoryState
@@ -27,6 +28,7 @@ class MemoryTransaction:
         self.outbox = OutboxTx(state)
         self.history = HistoryTx(state)
         self.events = EventTx(state, event_retention)
+        self.idempotency = IdempotencyTx(state)
 
 
 class MemoryUnitOfWork:

@@ -2,12 +2,11 @@
 
 ``SQLITE_SYNCHRONOUS=full`` (the default) promises that an acknowledged write survives power
 loss. SQLite's ``synchronous = FULL`` keeps it by fsyncing the WAL inside COMMIT, while the
-writer still holds the database's write lock (and the service's writer turn, ``writer_turn.py``):
-under a write load the turn was held for the fsync's 3-4 ms of every group commit, about a third
-of the time it was held, and no other process could write meanwhile. So a writer in WAL mode
-commits with ``synchronous = NORMAL`` and then, after letting the turn go and before answering
-any caller of the group, fdatasyncs the WAL itself (``WalSync``): the next writer's transaction
-runs during the fsync. The promise is the same — nothing is acknowledged before its commit's
+writer still holds the database's write lock: under a write load the lock would be held for the
+fsync's 3-4 ms of every group commit, and no other writer (another process sharing the file, the
+CLI) could write meanwhile. So a writer in WAL mode commits with ``synchronous = NORMAL`` and then,
+after COMMIT has let the lock go and before answering any caller of the group, fdatasyncs the WAL
+itself (``WalSync``): the next writer's transaction runs during the fsync. The promise is the same — nothing is acknowledged before its commit's
 frames are on the disk; a later commit's fsync flushes the earlier frames of the file with it,
 and a WAL is only checkpointed or restarted after SQLite has fsynced it (NORMAL keeps those
 syncs), so a power cut keeps a prefix of the commits that includes every acknowledged one. What

@@ -1,8 +1,8 @@
 """SQLite connections that never block the event loop.
 
 One writer thread owns the only write connection and group-commits: it takes every write waiting
-in its queue, runs each in its own SAVEPOINT inside one transaction, commits once, lets the writer
-turn go, makes the commit durable (``connection.py``), and only then answers each caller. A
+in its queue, runs each in its own SAVEPOINT inside one transaction, commits once, makes the commit
+durable (``connection.py``), and only then answers each caller. A
 failing write rolls back to its savepoint and fails alone. Readers run on a small thread pool,
 each thread with its own connection, so in WAL mode reads never wait behind writes. (The shape
 follows datasette's ``database.py``, with group commit added.)
@@ -25,7 +25,6 @@ from adapters.sqlite.driver import sqlite3
 from adapters.sqlite.errors import busy as _busy, translate_error
 from adapters.sqlite.keyword_upkeep import KeywordUpkeep
 from adapters.sqlite.short_reads import OverflowRates
-from adapters.sqlite.writer_turn import NoTurn, WriterTurn
 from domain.errors import DomainError, Unavailable
 
 T = TypeVar("T")
@@ -85,14 +84,12 @@ class SqliteDatabase:
         self._overflows = OverflowRates()  # which short reads mostly run over (they go to the pool)
         self._started = threading.Event()
         self._start_error: BaseException | None = None
-        self._turn = NoTurn() if self._memory else WriterTurn(path, BUSY_TIMEOUT_MS / 1000)
         self._wal_sync: WalSync | None = None
         self._refusing: Unavailable | None = None  # set once a commit could not be made durable
         self._writer = threading.Thread(target=self._write_loop, name="sqlite-writer", daemon=True)
         self._writer.start()
         self._started.wait()
         if self._start_error is not None:
-            self._turn.close()
             raise self._start_error
         if not self._memory:  # in-memory databases read on the writer
             self._readers = [threading.Thread(target=self._read_loop, name=f"sqlite-read_{n}", daemon=True)
@@ -108,7 +105,7 @@ class SqliteDatabase:
         conn.row_factory = sqlite3.Row
         if _configure(conn, writer=writer, synchronous=self.synchronous, busy_timeout_ms=busy_timeout_ms,
                       sync_after_commit=writer):
-            self._wal_sync = WalSync(main_file(conn))  # commits made durable after the turn (connection.py)
+            self._wal_sync = WalSync(main_file(conn))  # commits made durable after COMMIT (connection.py)
         if not writer:
             conn.execute("PRAGMA query_only = ON")
         return conn
@@ -157,7 +154,7 @@ class SqliteDatabase:
                 item = self._queue.get(timeout=upkeep.wait())
             except queue.Empty:
                 if self._refusing is None:
-                    upkeep.step(self._turn)
+                    upkeep.step()
                 continue
             if item is _STOP:
                 break
@@ -169,10 +166,8 @@ class SqliteDatabase:
                     self._settle(*answer)
                 continue
             try:
-                with self._turn:
-                    # Gathered once the turn is ours: what queued while it was waited for commits too.
-                    self._gather(batch)
-                    answers, committed = self._run_group(conn, batch)
+                self._gather(batch)
+                answers, committed = self._run_group(conn, batch)
                 if committed and self._wal_sync is not None:  # durable before anyone is answered
                     try:
                         self.make_durable()
@@ -385,7 +380,6 @@ class SqliteDatabase:
             self._closed = True
             self._queue.put(_STOP)
         self._writer.join()
-        self._turn.close()
         if self._wal_sync is not None:
             self._wal_sync.close()
         for _ in self._readers:

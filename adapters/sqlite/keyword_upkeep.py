@@ -11,10 +11,11 @@ SQLite adapter once the segments left by its POST row had been merged (round 7: 
 queue has been empty for ``IDLE_SECONDS``; then each ``step`` is one short transaction running
 FTS5's ``merge`` command (at most ``PAGES`` pages written, a few milliseconds) over each keyword
 index, with ``usermerge`` 2 (two segments on a level are merged, not four), ``STEP_GAP`` apart,
-until FTS5 finds nothing to merge. A step is only taken when the writer turn is free at once
-(several processes write one file: a step never makes another process's writes wait, and they
-get in between steps); a write of this process that arrives meanwhile waits for one step at most;
-under a steady flow of writes it never runs. A failed step (disk full, a lock) is logged and
+until FTS5 finds nothing to merge. A step never waits for SQLite's write lock (``busy_timeout``
+0 for its ``BEGIN``): when another process sharing the file writes, the step is skipped until the
+next idle time, so it never makes that process's writes wait for more than one step; a write of
+this process that arrives meanwhile waits for one step at most; under a steady flow of writes it
+never runs. A failed step (disk full, a lock) is logged and
 dropped until the next writes.
 """
 
@@ -27,7 +28,7 @@ from adapters.sqlite.driver import sqlite3
 log = logging.getLogger(__name__)
 
 IDLE_SECONDS = 0.5  # quiet time after the last write before merging starts
-STEP_GAP = 0.01  # between two steps: other processes' writers take their turns in it (a waiting one is woken by the release)
+STEP_GAP = 0.01  # between two steps: other processes' writers get the write lock in it
 PAGES = 64  # pages a merge step may write (4 KiB each)
 USERMERGE = 2
 
@@ -48,16 +49,14 @@ class KeywordUpkeep:
             return None
         return STEP_GAP if self._merging else IDLE_SECONDS
 
-    def step(self, turn) -> None:
-        """One merge step over every keyword index (one transaction), only when the writer turn
-        (``WriterTurn``/``NoTurn``) is free at once: the upkeep never makes another process's
-        writes wait. Done when no index had anything to merge."""
-        if not turn.attempt():
-            self._merging = False  # busy elsewhere: try again after the idle time
-            return
+    def step(self) -> None:
+        """One merge step over every keyword index (one transaction), only when SQLite's write
+        lock is free at once. Done when no index had anything to merge."""
         conn = self._conn
         try:
-            conn.execute("BEGIN IMMEDIATE")
+            if not self._begin():
+                self._merging = False  # another process writes: try again after the idle time
+                return
             tables = self._tables or self._configure()
             worked = any([self._merge(table) for table in tables])
             conn.execute("COMMIT")
@@ -70,9 +69,21 @@ class KeywordUpkeep:
                     conn.execute("ROLLBACK")
                 except sqlite3.Error:
                     pass
-        finally:
-            turn.release()
         self._pending = self._merging = worked
+
+    def _begin(self) -> bool:
+        """``BEGIN IMMEDIATE`` without waiting for the lock: False when another connection holds it."""
+        (timeout,) = self._conn.execute("PRAGMA busy_timeout").fetchone()
+        self._conn.execute("PRAGMA busy_timeout = 0")
+        try:
+            self._conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            if "locked" in str(exc) or "busy" in str(exc):
+                return False
+            raise
+        finally:
+            self._conn.execute(f"PRAGMA busy_timeout = {int(timeout)}")
+        return True
 
     def _configure(self) -> list[str]:
         """The keyword indexes, each told ``usermerge`` (in the step's transaction: kept once it commits)."""

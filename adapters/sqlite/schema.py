@@ -289,6 +289,21 @@ MIGRATIONS: list[list[str | Callable[[sqlite3.Connection], None]]] = [
         "DROP INDEX idx_episodes_session_created",
         "CREATE INDEX idx_episodes_session_created ON episodes(session_id, created_at, id, expires_at)",
     ],
+    # "idempotency keys" (issue 31): a keyed write's answer, stored in the write's own transaction,
+    # so a retry after a lost answer is answered from here instead of writing again. Keyed by the
+    # caller too: one caller's key never answers another's request.
+    [
+        """CREATE TABLE idempotency_keys (
+            caller TEXT NOT NULL,
+            key TEXT NOT NULL,
+            fingerprint TEXT NOT NULL,
+            status INTEGER NOT NULL,
+            body BLOB NOT NULL,
+            created_at TEXT NOT NULL,
+            expires_at TEXT NOT NULL,
+            PRIMARY KEY (caller, key))""",
+        "CREATE INDEX idx_idempotency_expiry ON idempotency_keys(expires_at)",
+    ],
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

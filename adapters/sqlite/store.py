@@ -6,6 +6,7 @@ from adapters.sqlite.database import SqliteDatabase
 from adapters.sqlite.entities import SqliteEntities
 from adapters.sqlite.episodes import SqliteEpisodes
 from adapters.sqlite.history import SqliteEvents, SqliteHistory
+from adapters.sqlite.idempotency import SqliteIdempotency
 from adapters.sqlite.keyword_index import SqliteKeywordIndex
 from adapters.sqlite.listing import SqliteListing
 from adapters.sqlite.operations import SqliteOperations
@@ -32,6 +33,7 @@ class SqliteStore:
         self.operations = SqliteOperations(db)
         self.history = SqliteHistory(db)
         self.events = SqliteEvents(db)
+        self.idempotency = SqliteIdempotency(db)
         self.uow = SqliteUnitOfWork(db, event_retention)
 
     @classmethod

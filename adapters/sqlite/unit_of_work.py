@@ -16,6 +16,7 @@ from adapters.sqlite.driver import sqlite3
 from adapters.sqlite.entities import EntityTx
 from adapters.sqlite.episodes import EpisodeTx
 from adapters.sqlite.history import EventTx, HistoryTx
+from adapters.sqlite.idempotency import IdempotencyTx
 from adapters.sqlite.outbox import OutboxTx
 from adapters.sqlite.sessions import SessionTx
 from adapters.sqlite.summaries import SummaryTx
@@ -27,7 +28,7 @@ T = TypeVar("T")
 class SqliteTransaction:
     """The repositories of one unit, bound to the writer's connection while it runs."""
 
-    __slots__ = ("sessions", "episodes", "entities", "summaries", "outbox", "history", "events")
+    __slots__ = ("sessions", "episodes", "entities", "summaries", "outbox", "history", "events", "idempotency")
 
     def __init__(self, conn: sqlite3.Connection, event_retention: int = DEFAULT_EVENT_RETENTION) -> None:
         self.sessions = SessionTx(conn)
@@ -37,6 +38,7 @@ class SqliteTransaction:
         self.outbox = OutboxTx(conn)
         self.history = HistoryTx(conn)
         self.events = EventTx(conn, event_retention)
+        self.idempotency = IdempotencyTx(conn)
 
 
 class SqliteUnitOfWork:

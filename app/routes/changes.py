@@ -63,13 +63,15 @@ class EventController(Controller):
     tags = ["events"]
 
     @get("/", summary="The change feed: record changes and embeddings after a sequence number (long-poll)",
-         responses=errors(400),
+         responses=errors(400, 503),
          description=(
              "Events (`created`, `updated`, `deleted` of sessions, episodes, entities, relationships, summaries; "
              "`embedded` when the worker has embedded a record) with `seq > after`, oldest first. With "
              f"`wait` (seconds, up to {MAX_EVENT_WAIT}) an empty answer waits until an event arrives or the time "
              "is up. Pass `nextAfter` as the next `after`. `truncated` means events after `after` were already "
-             "dropped by EVENT_RETENTION. Events carry ids only: read the record for its content."))
+             "dropped by EVENT_RETENTION. Events carry ids only: read the record for its content. An `after` "
+             "beyond the newest event is a 400 naming `after`. When as many polls wait as the service allows, "
+             "a poll with `wait` is a 503 with `Retry-After` (seconds): wait that long, then poll again."))
     async def feed(
         self, request: Request, event_service: EventService, after: After = 0,
         limit: Annotated[int, Parameter(ge=1, le=MAX_EVENTS, description=f"events per answer, 1-{MAX_EVENTS}")] = 100,

@@ -9,7 +9,6 @@ from litestar.openapi import ResponseSpec
 from litestar.openapi.spec import Example
 from litestar.params import Parameter, QueryParameter
 
-from app.routes.strict import strict_input
 from app.schemas import ErrorBody, wire_timestamp
 from domain.errors import Invalid
 from domain.feed import EventService, HistoryService
@@ -55,11 +54,6 @@ def as_of_param(value: str | None) -> str | None:
         return wire_timestamp(value, "asOf")
     except ValueError as exc:
         raise Invalid(str(exc), field="asOf") from None
-
-
-# The guard of every route (app.main names it ``ids_are_digits``, its first job): path ids, query
-# parameters and JSON bodies, strictly (app.routes.strict).
-ids_are_digits = strict_input
 
 
 # The `_service` suffix is load-bearing: Litestar treats a validation error whose key equals a
@@ -108,6 +102,9 @@ ERROR_DESCRIPTIONS = {
     404: "No such record",
     409: "Conflicts with an existing record",
     413: "The request body is larger than MAX_BODY_BYTES",
+    422: ("The Idempotency-Key was already used for a different request (another body, path or caller). "
+          "Every write takes an optional Idempotency-Key header: a retry with the same key and request is "
+          "answered the first answer (marked Idempotent-Replayed: true) without writing again"),
     503: "A backing component (embedder, vector index) is unavailable",
 }
 ERROR_EXAMPLES = {
@@ -118,6 +115,8 @@ ERROR_EXAMPLES = {
     409: {"code": "conflict", "message": "a session with externalId 'conv-1' exists", "field": "externalId",
           "status": 409},
     413: {"code": "payload_too_large", "message": "Request Entity Too Large", "field": None, "status": 413},
+    422: {"code": "idempotency_key_reused", "message": "Idempotency-Key 'k1' was already used for a different request",
+          "field": "Idempotency-Key", "status": 422},
     503: {"code": "unavailable", "message": "the embedder is unreachable", "field": None, "status": 503},
 }
 

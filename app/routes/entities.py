@@ -7,6 +7,7 @@ from litestar.openapi import ResponseSpec
 from litestar.params import Parameter, QueryParameter
 
 from app.cursor_pages import EntityCursorPage, RelationshipCursorPage
+from app.idempotency import answered, created_or_updated, idempotent, nothing
 from app.routes.deps import (
     AS_OF, LIST_DESCRIPTION, Cursor, EntityFilter, Filter, Limit, Offset, Order, PathId, UserFilter, as_of_param, errors,
 )
@@ -25,14 +26,15 @@ Name = Annotated[str, Parameter(min_length=1, max_length=MAX_NAME)]
 class EntityController(Controller):
     path = "/entities"
     tags = ["entities"]
+    middleware = idempotent()
 
     @post("/", summary="Upsert an entity by (userId, name, type): 201 created, 200 updated",
-          responses={**errors(400, 413), 200: ResponseSpec(EntityOut, description="An existing entity, updated")})
+          responses={**errors(400, 413, 422), 200: ResponseSpec(EntityOut, description="An existing entity, updated")})
     async def upsert(self, data: UpsertEntityBody, entity_service: EntityService) -> Response[EntityOut]:
-        result = await entity_service.upsert(NewEntity(
-            data.name, data.type, data.notes, data.metadata, data.user_id,
-            format_timestamp(data.expires_at) if data.expires_at else None))
-        return Response(wire(result.item, EntityOut), status_code=201 if result.created else 200)
+        new = NewEntity(data.name, data.type, data.notes, data.metadata, data.user_id,
+                        format_timestamp(data.expires_at) if data.expires_at else None)
+        return await answered(lambda: entity_service.upsert(new), lambda result: wire(result.item, EntityOut),
+                              created_or_updated)
 
     @get("/", summary="List entities (filter by type and metadata; oldest or newest first)",
          responses=errors(400), description=LIST_DESCRIPTION)
@@ -58,17 +60,18 @@ class EntityController(Controller):
         return wire(await entity_service.get(entity_id), EntityOut)
 
     @patch("/{entity_id:str}", summary="Change an entity's name, type, notes or metadata (re-indexed and re-embedded)",
-           responses=errors(400, 404, 409, 413),
+           responses=errors(400, 404, 409, 413, 422),
            description="JSON Merge Patch: fields left out stay as they are; `notes: null` (or `\"\"`) clears the "
                        "notes; null on name, type or metadata is a 400. A name and type that "
                        "another entity has is a 409.")
     async def update(self, entity_id: PathId, data: UpdateEntityBody, entity_service: EntityService) -> EntityOut:
-        return wire(await entity_service.update(entity_id, changes_of(data, EntityChanges)), EntityOut)
+        return await answered(lambda: entity_service.update(entity_id, changes_of(data, EntityChanges)),
+                              lambda entity: wire(entity, EntityOut), 200)
 
     @delete("/{entity_id:str}", summary="Delete an entity, its relationships and its vector",
-          responses=errors(400, 404))
-    async def remove(self, entity_id: PathId, entity_service: EntityService) -> None:
-        await entity_service.delete(entity_id)
+          responses=errors(400, 404, 422))
+    async def remove(self, entity_id: PathId, entity_service: EntityService) -> Response[None]:
+        return await answered(lambda: entity_service.delete(entity_id), nothing, 204)
 
     @get("/{entity_id:str}/relationships", summary="An entity's relationships (outgoing by default)",
           responses=errors(400, 404),
@@ -85,6 +88,7 @@ class EntityController(Controller):
 class RelationshipController(Controller):
     path = "/relationships"
     tags = ["relationships"]
+    middleware = idempotent()
 
     @get("/", summary="List relationships (filter by entity, label, metadata and validity)", responses=errors(400),
          description=LIST_DESCRIPTION + " `entityId` matches either end; every edge, open and closed, unless "
@@ -101,19 +105,19 @@ class RelationshipController(Controller):
         return wire(page, RelationshipCursorPage)
 
     @post("/", summary="Upsert a relationship by (fromId, toId, label): 201 created, 200 updated",
-          responses={**errors(400, 404, 413),
+          responses={**errors(400, 404, 413, 422),
                      200: ResponseSpec(RelationshipOut, description="An existing relationship, updated")},
           description=('Both entities must exist. A triple has at most one open edge (no `validTo`): '
                        'upserting it replaces its metadata and validity. `validFrom`/`validTo` (RFC 3339) say '
                        'when the fact held; `supersedes: true` first closes the other open edges of '
                        '(fromId, label) at this edge\'s `validFrom` (or now), keeping them as history.'))
     async def upsert(self, data: UpsertRelationshipBody, entity_service: EntityService) -> Response[RelationshipOut]:
-        result = await entity_service.relate(NewRelationship(
-            data.from_id, data.to_id, data.label, data.metadata, user_id=data.user_id,
-            valid_from=data.valid_from, valid_to=data.valid_to, supersedes=data.supersedes))
-        return Response(wire(result.item, RelationshipOut), status_code=201 if result.created else 200)
+        new = NewRelationship(data.from_id, data.to_id, data.label, data.metadata, user_id=data.user_id,
+                              valid_from=data.valid_from, valid_to=data.valid_to, supersedes=data.supersedes)
+        return await answered(lambda: entity_service.relate(new), lambda result: wire(result.item, RelationshipOut),
+                              created_or_updated)
 
     @delete("/", summary="Delete a relationship named by {fromId, toId, label} (its open and closed edges)",
-          responses=errors(400, 404), status_code=204)
-    async def remove(self, data: DeleteRelationshipBody, entity_service: EntityService) -> None:
-        await entity_service.unrelate(data.from_id, data.to_id, data.label)
+          responses=errors(400, 404, 422), status_code=204)
+    async def remove(self, data: DeleteRelationshipBody, entity_service: EntityService) -> Response[None]:
+        return await answered(lambda: entity_service.unrelate(data.from_id, data.to_id, data.label), nothing, 204)

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from litestar import Controller, delete, get, patch, post
+from litestar import Controller, Response, delete, get, patch, post
 from litestar.params import Parameter, QueryParameter
 
 from app.routes.deps import (
@@ -10,6 +10,7 @@ from app.routes.deps import (
 )
 from app.routes.examples import CreateEpisodeBody, EpisodeBatchBody, UpdateEpisodeBody
 from app.cursor_pages import EpisodeCursorPage
+from app.idempotency import answered, idempotent, nothing
 from app.schemas import (
     CreateEpisode, EpisodeHit, EpisodeOut, EpisodeSearchOut, episode_out, wire,
 )
@@ -31,19 +32,21 @@ def new_episode(data: CreateEpisode) -> NewEpisode:
 class EpisodeController(Controller):
     path = "/episodes"
     tags = ["episodes"]
+    middleware = idempotent()
 
-    @post("/", summary="Store an episode (embedding follows in the background)", responses=errors(400, 404, 413),
+    @post("/", summary="Store an episode (embedding follows in the background)", responses=errors(400, 404, 413, 422),
           description=(
               'Answers 201 as soon as the episode and its embedding job are committed; the vector is '
               'written by the background worker (see `embeddingBacklog` in `/health`).'
           ), status_code=201)
     async def create(self, data: CreateEpisodeBody, episode_service: EpisodeService) -> EpisodeOut:
-        return episode_out(await episode_service.add(new_episode(data)))
+        return await answered(lambda: episode_service.add(new_episode(data)), episode_out, 201)
 
-    @post("/batch", summary="Store many episodes in one transaction", responses=errors(400, 404, 413),
+    @post("/batch", summary="Store many episodes in one transaction", responses=errors(400, 404, 413, 422),
           description=f'Up to {MAX_BATCH} episodes, all or none.', status_code=201)
     async def create_batch(self, data: EpisodeBatchBody, episode_service: EpisodeService) -> list[EpisodeOut]:
-        return wire(await episode_service.add_batch([new_episode(e) for e in data.episodes]), list[EpisodeOut])
+        return await answered(lambda: episode_service.add_batch([new_episode(e) for e in data.episodes]),
+                              lambda found: wire(found, list[EpisodeOut]), 201)
 
     @get("/", summary="List episodes across sessions or in one (filter by metadata; oldest or newest first)",
          responses=errors(400), description=LIST_DESCRIPTION)
@@ -79,12 +82,13 @@ class EpisodeController(Controller):
         return episode_out(await episode_service.get(episode_id))
 
     @patch("/{episode_id:str}", summary="Change an episode's text or metadata (re-indexed and re-embedded)",
-          responses=errors(400, 404, 413),
+          responses=errors(400, 404, 413, 422),
           description='JSON Merge Patch: fields left out stay as they are; `tokenCount: null` clears the '
                       'token count; null on any other field is a 400 naming it.')
     async def update(self, episode_id: PathId, data: UpdateEpisodeBody, episode_service: EpisodeService) -> EpisodeOut:
-        return episode_out(await episode_service.update(episode_id, changes_of(data, EpisodeChanges)))
+        return await answered(lambda: episode_service.update(episode_id, changes_of(data, EpisodeChanges)),
+                              episode_out, 200)
 
-    @delete("/{episode_id:str}", summary="Delete an episode and its vector", responses=errors(400, 404))
-    async def remove(self, episode_id: PathId, episode_service: EpisodeService) -> None:
-        await episode_service.delete(episode_id)
+    @delete("/{episode_id:str}", summary="Delete an episode and its vector", responses=errors(400, 404, 422))
+    async def remove(self, episode_id: PathId, episode_service: EpisodeService) -> Response[None]:
+        return await answered(lambda: episode_service.delete(episode_id), nothing, 204)

@@ -2,12 +2,13 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from litestar import Controller, delete, get, patch, post
+from litestar import Controller, Response, delete, get, patch, post
 from litestar.params import Parameter, QueryParameter
 
 from app.routes.deps import LIST_DESCRIPTION, Cursor, Filter, Limit, Offset, PathId, errors
 from app.routes.examples import CreateSessionBody, UpdateSessionBody
 from app.cursor_pages import SessionCursorPage
+from app.idempotency import answered, idempotent, nothing
 from app.schemas import (
     EpisodePage, SessionOut, SessionPage, SummaryOut, wire,
 )
@@ -19,15 +20,17 @@ from domain.services import EpisodeService, SessionService, SummaryService
 class SessionController(Controller):
     path = "/sessions"
     tags = ["sessions"]
+    middleware = idempotent()
 
-    @post("/", summary="Create a session", responses=errors(400, 409, 413),
+    @post("/", summary="Create a session", responses=errors(400, 409, 413, 422),
           description=(
               "Sessions group the episodes of one conversation; `externalId` is the caller's own id and "
               'is unique.'
           ), raises=[], status_code=201)
     async def create(self, data: CreateSessionBody, session_service: SessionService) -> SessionOut:
         owner = Owner(data.user_id, data.agent_id)
-        return wire(await session_service.create(data.external_id, data.metadata, owner), SessionOut)
+        return await answered(lambda: session_service.create(data.external_id, data.metadata, owner),
+                              lambda session: wire(session, SessionOut), 201)
 
     @get("/", summary="List sessions, oldest first (offset pages) or by cursor", responses=errors(400),
          description=(
@@ -70,14 +73,15 @@ class SessionController(Controller):
     async def get_one(self, session_id: PathId, session_service: SessionService) -> SessionOut:
         return wire(await session_service.get(session_id), SessionOut)
 
-    @patch("/{session_id:str}", summary="Replace a session's metadata", responses=errors(400, 404, 413))
+    @patch("/{session_id:str}", summary="Replace a session's metadata", responses=errors(400, 404, 413, 422))
     async def update(self, session_id: PathId, data: UpdateSessionBody, session_service: SessionService) -> SessionOut:
-        return wire(await session_service.update(session_id, data.metadata), SessionOut)
+        return await answered(lambda: session_service.update(session_id, data.metadata),
+                              lambda session: wire(session, SessionOut), 200)
 
     @delete("/{session_id:str}", summary="Delete a session, its episodes, summaries and their vectors",
-          responses=errors(400, 404))
-    async def remove(self, session_id: PathId, session_service: SessionService) -> None:
-        await session_service.delete(session_id)
+          responses=errors(400, 404, 422))
+    async def remove(self, session_id: PathId, session_service: SessionService) -> Response[None]:
+        return await answered(lambda: session_service.delete(session_id), nothing, 204)
 
     @get("/{session_id:str}/episodes", summary="A session's episodes, oldest first, with the total",
           responses=errors(400, 404),

@@ -5,6 +5,7 @@ from typing import Annotated
 from litestar import Controller, delete
 from litestar.params import Parameter
 
+from app.idempotency import answered, idempotent
 from app.routes.deps import errors
 from app.schemas import wire
 from app.schemas_changes import ForgottenOut
@@ -17,9 +18,10 @@ UserId = Annotated[str, Parameter(min_length=1, max_length=MAX_NAME, description
 class UserController(Controller):
     path = "/users"
     tags = ["users"]
+    middleware = idempotent()
 
     @delete("/{user_id:path}", summary="Forget a user: everything they own, in one transaction",
-            responses=errors(400), status_code=200,
+            responses=errors(400, 422), status_code=200,
             description=(
                 "Deletes the user's sessions with their episodes and summaries, the user's entities and "
                 "relationships, their keyword index rows and stored embeddings, in one transaction, and "
@@ -28,4 +30,5 @@ class UserController(Controller):
                 "sent percent-encoded."
             ))
     async def forget(self, user_id: UserId, user_service: UserService) -> ForgottenOut:
-        return wire(await user_service.forget(user_id.removeprefix("/")), ForgottenOut)
+        return await answered(lambda: user_service.forget(user_id.removeprefix("/")),
+                              lambda counts: wire(counts, ForgottenOut), 200)

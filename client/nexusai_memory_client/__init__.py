@@ -15,11 +15,12 @@ from nexusai_memory_client.models import (
     Forgotten, History, NewEpisode, Ranker, Relationship, SearchHit, SearchResult, Session, SessionPage,
     Summary, Version,
 )
+from nexusai_memory_client.retries import NO_RETRIES, Retries
 from nexusai_memory_client.sync import MemoryClient
 
 __all__ = [
     "AsyncMemoryClient", "ContextPackage", "CursorPage", "Entity", "EntityPage", "Episode", "EpisodePage",
     "EpisodeSearch", "Forgotten",
-    "MemoryClient", "MemoryServiceError", "NewEpisode", "Ranker", "Relationship", "SearchHit", "SearchResult",
+    "MemoryClient", "MemoryServiceError", "NO_RETRIES", "NewEpisode", "Ranker", "Relationship", "Retries", "SearchHit", "SearchResult",
     "Session", "SessionPage", "Summary", "Event", "Events", "History", "Version",
 ]

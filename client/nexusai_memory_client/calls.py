@@ -53,15 +53,24 @@ class Call(Generic[T]):
     params: dict[str, Any] = field(default_factory=dict)
     body: Any = None
     wait: float = 0  # seconds the service may hold the answer (a long-poll): added to the timeout
+    read_only: bool = False  # a POST that only reads (search, context): no idempotency key needed
 
-    def request_args(self, timeout: float | None = None) -> dict[str, Any]:
+    def request_args(self, timeout: float | None = None, idempotency_key: str | None = None) -> dict[str, Any]:
         args: dict[str, Any] = {"params": {k: v for k, v in self.params.items() if v is not None}}
         if self.wait and timeout is not None:
             args["timeout"] = timeout + self.wait
+        headers = {"Idempotency-Key": idempotency_key} if idempotency_key else {}
         if self.body is not None:
             args["content"] = msgspec.json.encode(self.body)
-            args["headers"] = {"content-type": "application/json"}
+            headers["content-type"] = "application/json"
+        if headers:
+            args["headers"] = headers
         return args
+
+    @property
+    def safe_without_key(self) -> bool:
+        """Whether repeating the call can never write twice, key or not."""
+        return self.method in ("GET", "HEAD") or self.read_only
 
 
 def decode(call: Call[T], response: httpx.Response) -> T:
@@ -311,7 +320,7 @@ def search(*, query: str, limit: int, session_id: int | None, sources: Sequence[
     return Call("POST", "/search", SearchResult, body=_body(
         query=query, limit=limit, session_id=session_id, sources=list(sources), ranker=ranker, since=since,
         until=until, user_id=user_id, agent_id=agent_id, filter={"metadata": metadata} if metadata else None,
-        min_score=min_score, read_your_writes=None if read_your_writes else False))
+        min_score=min_score, read_your_writes=None if read_your_writes else False), read_only=True)
 
 
 def context(*, query: str, session_id: int | None, token_budget: int, recent_episodes: int, relevant_limit: int,
@@ -319,7 +328,8 @@ def context(*, query: str, session_id: int | None, token_budget: int, recent_epi
             as_of: datetime | str | None = None) -> Call[ContextPackage]:
     return Call("POST", "/context", ContextPackage, body=_body(
         query=query, session_id=session_id, token_budget=token_budget, recent_episodes=recent_episodes,
-        relevant_limit=relevant_limit, ranker=ranker, user_id=user_id, agent_id=agent_id, as_of=_stamp(as_of)))
+        relevant_limit=relevant_limit, ranker=ranker, user_id=user_id, agent_id=agent_id, as_of=_stamp(as_of)),
+        read_only=True)
 
 
 def forget_user(*, user_id: str) -> Call[Forgotten]:

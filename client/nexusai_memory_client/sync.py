@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -14,6 +15,7 @@ from nexusai_memory_client.models import (
     ContextPackage, CursorPage, Entity, EntityPage, Episode, EpisodePage, EpisodeSearch, Events, Forgotten,
     History, Meta, NewEpisode, Ranker, Relationship, SearchResult, Session, SessionPage, Summary,
 )
+from nexusai_memory_client.retries import Retries, key_for
 
 DEFAULT_TIMEOUT = 30.0
 
@@ -24,17 +26,34 @@ class MemoryClient:
     own base URL, proxies, transport) replaces the default one."""
 
     def __init__(self, base_url: str = "http://127.0.0.1:3002", *, api_key: str | None = None,
-                 timeout: float = DEFAULT_TIMEOUT, http: httpx.Client | None = None, actor: str | None = None) -> None:
-        """``actor`` (sent as ``X-Actor``) names who makes this client's changes in record history."""
+                 timeout: float = DEFAULT_TIMEOUT, http: httpx.Client | None = None, actor: str | None = None,
+                 retries: Retries = Retries(), idempotency_keys: bool = True) -> None:
+        """``actor`` (sent as ``X-Actor``) names who makes this client's changes in record history.
+        ``retries`` says how transient failures are retried (``NO_RETRIES``: never); with
+        ``idempotency_keys`` every write carries a fresh ``Idempotency-Key``, so its retries are safe."""
         self._timeout = timeout
+        self._retries = retries
+        self._keys = idempotency_keys
         self._http = http or httpx.Client(base_url=base_url, timeout=timeout, headers=c.headers(api_key, actor))
 
-    def send(self, call: Call[T]) -> T:
-        try:
-            response = self._http.request(call.method, call.path, **call.request_args(self._timeout))
-        except httpx.HTTPError as exc:
-            raise c.unreachable(exc) from exc
-        return c.decode(call, response)
+    def send(self, call: Call[T], *, idempotency_key: str | None = None) -> T:
+        """Send ``call``, retrying transient failures (``retries``); a write's every attempt carries
+        the same key (``idempotency_key``, or a fresh one)."""
+        key = key_for(call.method, call.read_only, idempotency_key, self._keys)
+        args, safe, attempt = call.request_args(self._timeout, key), key is not None or call.safe_without_key, 0
+        while True:
+            attempt += 1
+            try:
+                response = self._http.request(call.method, call.path, **args)
+            except httpx.HTTPError as exc:
+                delay = self._retries.after_error(attempt, exc, safe=safe)
+                if delay is None:
+                    raise c.unreachable(exc) from exc
+            else:
+                delay = self._retries.after_response(attempt, response, safe=safe)
+                if delay is None:
+                    return c.decode(call, response)
+            time.sleep(delay)
 
     def close(self) -> None:
         self._http.close()

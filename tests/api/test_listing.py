@@ -123,7 +123,7 @@ def test_a_cursor_from_another_order_or_another_list_or_garbage_is_a_400(client,
 def test_a_cursor_whose_position_was_edited_is_a_400_not_a_silently_wrong_page(client, session_id, path):
     """A cursor of the right list and order whose timestamp is not a timestamp ("garbage" sorts
     after every date: an empty page; NUL before every date: the whole list again) was answered
-    200 with a wrong page; the README promises an edited cursor is a 400."""
+    200 with a wrong page; the API promises an edited cursor is a 400 (docs/api/usage.md)."""
     kind = path.strip("/")
     for moment in ("garbage", "\u0000", "9999-99-99", ""):
         raw = json.dumps([1, kind, "asc", moment, 1], separators=(",", ":"))

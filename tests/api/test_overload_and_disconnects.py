@@ -233,24 +233,28 @@ async def test_a_held_request_is_refused_when_its_retry_after_passes_without_a_s
 
 
 def test_health_answers_while_every_slot_is_taken_and_the_app_never_answers(make_settings):
-    # The service's own stack with everything behind the health gate jammed: handlers that never
-    # return hold every MAX_IN_FLIGHT slot, one client is refused and comes back (held). The three
-    # health paths still answer, from the background checks' snapshot.
+    # The service's own stack with every MAX_IN_FLIGHT slot of its admission control held by
+    # requests that never finish; one client is refused and comes back (held). The three health
+    # paths still answer through the routes, from the background checks' snapshot.
     application = create_app(make_settings(max_in_flight=2))
     with TestClient(application) as client:
         wait_health(client, lambda body: body["ready"])  # every check has run once
 
         async def scenario() -> dict[str, Recorder]:
             jammed = Blocking(("10.0.0.1", 1), ("10.0.0.2", 2), ("10.0.0.3", 3))
-            admission = application.asgi_handler.app
-            admission.app = jammed  # every request that gets past admission now hangs
-            tasks = [asyncio.create_task(application(_from(c), None, Recorder())) for c in list(jammed.blocked)[:2]]
+            admission = application.state.admission  # the one the app's request gates admit through
+            tasks = [asyncio.create_task(admission.admit(_from(c), None, Recorder(), jammed))
+                     for c in list(jammed.blocked)[:2]]
             while admission.in_flight < 2:
                 await asyncio.sleep(0)
-            await application(_from(("10.0.0.3", 3)), None, Recorder())
+            refused = Recorder()
+            await application(_from(("10.0.0.3", 3)), None, refused)
+            assert refused.status == 503
             tasks.append(asyncio.create_task(application(_from(("10.0.0.3", 3)), None, Recorder())))
+            while admission.waiting < 1:  # the impatient client is held in the line
+                await asyncio.sleep(0)
             answers = {}
-            async with asyncio.timeout(60):  # a bound, not a measurement: before the gate, these hung
+            async with asyncio.timeout(60):  # a bound, not a measurement: a probe must not wait for a slot
                 for path in ("/health", "/health/live", "/health/ready"):
                     answers[path] = Recorder()
                     await application(_scope("GET", path), None, answers[path])

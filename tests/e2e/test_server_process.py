@@ -187,7 +187,7 @@ def test_other_bad_settings_exit_2_naming_the_variable(tmp_path, variable, value
 
 def test_a_restart_with_another_embedding_dim_starts_and_rebuilds_the_index(server_env, tmp_path):
     # Not a configuration error any more: the index manager builds a generation at the new size
-    # from SQLite in the background while the service serves (README: "When the index is lost").
+    # from SQLite in the background while the service serves (docs/concepts.md: "The index is a cache").
     with ServiceProcess(server_env, log_dir=tmp_path) as server, httpx.Client(base_url=server.url) as http:
         seeded = seed(http)
         wait_for_empty_backlog(http)

@@ -1,16 +1,13 @@
 """The processes of a running ``memory-service serve``, read from /proc (Linux).
 
-``serve`` runs the HTTP side (one process, or uvicorn's supervisor and its workers) and the index
-host (``app.index_host``, named ``memory-index`` in ``/proc/<pid>/comm``) beside it."""
+``serve`` is one process on the embedded engines (with a short-lived index build child at times),
+or uvicorn's supervisor and its workers where the engines are shared."""
 
 from __future__ import annotations
 
 import os
 import time
 from pathlib import Path
-
-INDEX_HOST_NAME = "memory-index"
-
 
 def _stat_fields(pid: int) -> list[str] | None:
     try:
@@ -45,10 +42,6 @@ def tree(root: int) -> set[int]:
             found.add(pid)
             todo.extend(children(pid))
     return {pid for pid in found if alive(pid)}
-
-
-def index_hosts(parent: int) -> set[int]:
-    return {pid for pid in children(parent) if comm(pid) == INDEX_HOST_NAME}
 
 
 def alive(pid: int) -> bool:

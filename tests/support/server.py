@@ -34,7 +34,7 @@ SERVICE_VARIABLES = (
     "LOG_FORMAT", "MAX_BODY_BYTES", "SQLITE_SYNCHRONOUS", "MAX_IN_FLIGHT", "CORS_ORIGINS", "EMBEDDING_MAX_ATTEMPTS",
     "HEALTH_INTERVAL", "MIN_FREE_DISK_MB",
     "INDEX_VERIFY_SECONDS", "INDEX_CHECK_SECONDS", "INDEX_OPTIMIZE_EVERY",
-    "INDEX_INLINE_BUILD_POINTS", "INDEX_DISK_RESERVE_MB", "WORKERS", "VECTOR_QUERY_TIMEOUT",
+    "INDEX_INLINE_BUILD_POINTS", "INDEX_DISK_RESERVE_MB", "WORKERS", "IDEMPOTENCY_KEY_SECONDS",
 )
 STDERR_TAIL = 4000  # characters of stderr quoted in an error
 _ADDRESS_IN_USE = ("address already in use", "errno 98", "errno 48")
@@ -76,9 +76,9 @@ def service_env(
     env["EMBEDDING_DIM"] = "64"
     env["LOG_LEVEL"] = "warning"
     env["HEALTH_INTERVAL"] = "0.1"  # tests poll /health for what they wrote: keep the checks frequent
-    # One HTTP process (the serve process itself) unless a test asks for more: most tests look at
-    # that process (its pid, its signals, its children). The default (WORKERS=0, one per core) is
-    # served by tests/e2e/test_workers.py, which leaves WORKERS unset where it says so.
+    # One process unless a test asks for more: a test whose configuration allows several workers
+    # (a Qdrant server as the index) still looks at that process (its pid, its signals, its
+    # children). The default on the embedded engines is checked by tests/e2e/test_one_process.py.
     env["WORKERS"] = "1"
     if sqlite_path is not None:
         env["SQLITE_PATH"] = str(sqlite_path)

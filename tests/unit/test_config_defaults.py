@@ -3,10 +3,6 @@ each embedder's own model and vector size, and make run's database for the CLI."
 
 from __future__ import annotations
 
-import re
-from pathlib import Path
-
-import msgspec
 import pytest
 
 from app.config import ConfigError, Settings, load_settings
@@ -53,67 +49,9 @@ def test_sqlite_path_is_required_unless_a_default_is_given():
     assert load_settings({"SQLITE_PATH": "a.db"}, dotenv=None, default_sqlite_path="b.db").sqlite_path == "a.db"
 
 
-# -- the README's configuration table, checked against the declarations in app.config ----------------
-README = Path(__file__).resolve().parents[2] / "README.md"
-
-
-def _readme_rows() -> dict[str, str]:
-    """Each variable the README's configuration table names -> the default it states (joined
-    rows like ``A`` / ``B`` with defaults ``1`` / ``2`` give one entry per variable)."""
-    text = README.read_text()
-    section = text.split("## Configuration", 1)[1].split("\n## ", 1)[0]
-    rows: dict[str, str] = {}
-    for line in section.splitlines():
-        cells = [c.strip() for c in line.strip().strip("|").split("|")] if line.startswith("| `") else []
-        if len(cells) < 3:
-            continue
-        names = re.findall(r"`([A-Z_*]+)`", cells[0])
-        defaults = [d.strip() for d in cells[1].split(" / ")]
-        for i, name in enumerate(names):
-            rows[name] = defaults[i] if len(defaults) == len(names) else cells[1]
-    return rows
-
-
-# Unset in the struct, worked out when read (Settings.resolved_qdrant_path, model_name, the embedder).
-COMPUTED = {"QDRANT_PATH": "`<SQLITE_PATH>.qdrant`", "EMBEDDING_MODEL": "`all-MiniLM-L6-v2` in process",
-            "EMBEDDING_DIM": "the embedder's own"}
-
-
-def _same_default(name: str, declared, stated: str) -> bool:
-    if name in COMPUTED:
-        return declared is None and stated.startswith(COMPUTED[name])
-    if declared is None or declared == () or declared == {}:
-        return stated.startswith("unset") or (name == "RANKER_*" and not stated)
-    first = re.match(r"`([^`]*)`", stated)
-    if first is None:
-        return False
-    value = first.group(1)
-    if isinstance(declared, bool):
-        return value == str(declared).lower()
-    if isinstance(declared, (int, float)):
-        return float(value) == declared
-    return value == declared
-
-
-def test_every_setting_has_a_readme_row_stating_its_default():
-    rows = _readme_rows()
-    for info in msgspec.inspect.type_info(Settings).fields:
-        assert info.encode_name in rows, f"README configuration table has no row for {info.encode_name}"
-        if info.required:
-            continue  # SQLITE_PATH: the README says who requires it
-        default = info.default_factory() if info.default is msgspec.NODEFAULT else info.default
-        assert _same_default(info.encode_name, default, rows[info.encode_name]), (
-            f"README states {rows[info.encode_name]!r} as the default of {info.encode_name}, the code {default!r}")
-
-
-def test_the_readme_names_no_setting_the_code_does_not_read():
-    declared = {info.encode_name for info in msgspec.inspect.type_info(Settings).fields}
-    assert set(_readme_rows()) - declared == set()
-
-
 @pytest.mark.parametrize(("variable", "value"), [("WEIGHTED_ALPHA", "1.5"), ("MMR_LAMBDA", "2"), ("PORT", "x"),
                                                  ("EMBEDDING_BATCH", "0"), ("STORE", "postgres"),
-                                                 ("VECTOR_QUERY_TIMEOUT", "0")])
+                                                 ("WORKERS", "-1")])
 def test_a_bad_value_is_reported_under_its_own_variable(variable, value):
     with pytest.raises(ConfigError) as raised:
         _settings(**{variable: value})

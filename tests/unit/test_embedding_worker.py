@@ -71,3 +71,19 @@ async def test_a_part_batch_is_followed_by_a_pass_after_the_gather_time() -> Non
     indexing = _ScriptedIndexing([3, 3, 8])
     await _run_for(indexing, 4, gather=0.01)
     assert len(indexing.batches) >= 4
+
+
+async def test_a_process_that_does_not_maintain_the_index_drains_nothing_until_it_does() -> None:
+    indexing = _ScriptedIndexing([8])
+    maintaining = False
+    worker = EmbeddingWorker(indexing, batch=8, drains=lambda: maintaining)  # type: ignore[arg-type]
+    worker.start()
+    try:
+        worker.notify()  # a write of its own wakes it: still not its outbox to drain
+        await asyncio.sleep(0.3)  # past the idle wait: it looked again, and still took nothing
+        assert indexing.batches == []
+        maintaining = True  # it took the maintenance over
+        await _passes(indexing, 1)
+        assert indexing.batches[0] == 8
+    finally:
+        await worker.stop()

@@ -9,7 +9,7 @@ import pytest
 
 from adapters.memory.store import MemoryStore
 from domain import writes
-from domain.errors import Invalid
+from domain.errors import Busy, Invalid
 from domain.feed import EventService, HistoryService, check_actor
 from domain.limits import MAX_EVENT_WAITERS
 from domain.models import NewEntity
@@ -46,11 +46,30 @@ async def test_closing_answers_the_waiting_polls_with_nothing() -> None:
     assert (await asyncio.wait_for(feed.after(0, 10, wait=GUARD), GUARD)).events == []  # no new waits either
 
 
-async def test_beyond_the_waiter_bound_a_poll_answers_at_once() -> None:
+async def test_beyond_the_waiter_bound_a_poll_is_refused_at_once_with_when_to_retry() -> None:
     feed = EventService(MemoryStore())
     feed.waiting = MAX_EVENT_WAITERS
-    batch = await asyncio.wait_for(feed.after(0, 10, wait=GUARD), GUARD)
-    assert batch.events == []
+    with pytest.raises(Busy) as refused:
+        await asyncio.wait_for(feed.after(0, 10, wait=GUARD), GUARD)
+    assert refused.value.retry_after >= 1
+
+
+async def test_beyond_the_waiter_bound_a_poll_without_wait_still_answers() -> None:
+    store = MemoryStore()
+    await _entity(store, "Ada")
+    feed = EventService(store)
+    feed.waiting = MAX_EVENT_WAITERS
+    assert len((await feed.after(0, 10)).events) == 1
+
+
+async def test_a_cursor_beyond_the_newest_event_is_refused_naming_after() -> None:
+    store = MemoryStore()
+    await _entity(store, "Ada")
+    feed = EventService(store)
+    assert (await feed.after(1, 10)).events == []  # the head itself is a fine cursor
+    with pytest.raises(Invalid) as refused:
+        await feed.after(2, 10)
+    assert refused.value.field == "after"
 
 
 async def test_a_reader_behind_the_retention_is_told_it_missed_events() -> None:

@@ -22,12 +22,12 @@ def _run(script: str) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def test_settle_freezes_what_start_up_built_and_raises_the_young_threshold():
+def test_freezing_start_up_freezes_what_start_up_built_and_raises_the_young_threshold():
     seen = _run("""
         import gc, json
         from app import heap
         before = gc.get_freeze_count(), gc.get_threshold()
-        heap.settle()
+        heap.freeze_start_up()
         print(json.dumps({"before": before, "frozen": gc.get_freeze_count(), "threshold": gc.get_threshold()}))
     """)
     assert seen["before"] == [0, [700, 10, 10]]
@@ -49,7 +49,7 @@ def _app_started(tmp_path: Path, serving: bool) -> dict:
     """)
 
 
-def test_the_serving_app_settles_its_heap_once_started(tmp_path):
+def test_the_serving_app_freezes_its_heap_once_started(tmp_path):
     seen = _app_started(tmp_path, serving=True)
     assert seen["status"] == 200
     assert seen["frozen"] > 10_000
@@ -81,7 +81,7 @@ def test_what_a_model_builds_while_it_loads_after_start_up_is_frozen_once_it_has
                 return EmbedderStatus(model="m", dimension=4, reachable=self.probes > 2, starting=self.probes <= 2)
 
         embedder = Loading()
-        asyncio.run(startup.settle_heap_once_loaded(embedder))
+        asyncio.run(startup.freeze_heap_once_loaded(embedder))
         tracked = {id(o) for o in gc.get_objects()}  # the collected generations, not the frozen one
         print(json.dumps({"probes": embedder.probes, "collected": id(embedder.built) in tracked,
                           "frozen": gc.get_freeze_count() > 0}))

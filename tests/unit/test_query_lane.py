@@ -106,7 +106,7 @@ async def test_a_query_waits_for_one_document_batch_not_the_whole_call(model: Lo
 
 
 async def test_a_query_reaches_the_lane_while_document_calls_fill_the_shared_threads(model: LocalEmbedder) -> None:
-    # The host's default executor is shared (SQLite, the worker's 4 concurrent embed calls): a
+    # The loop's default executor is shared (SQLite, the worker's 4 concurrent embed calls): a
     # query queued there behind document calls would never get to ask for its turn.
     lane = model.lane = RecordingLane()
     loop = asyncio.get_running_loop()

@@ -1,36 +1,37 @@
-"""``WORKERS``: how many processes ``serve`` runs, what each one admits, and the owner lock."""
+"""``WORKERS``: how many processes ``serve`` runs, where several are refused, and their metrics."""
 
 from __future__ import annotations
 
 import multiprocessing
 import os
-import pickle
 import subprocess
 import sys
 
 import pytest
 
-from adapters.ipc.election import OwnerLock
 from app.config import ConfigError, load_settings
-from app.serving import AUTO_MAX, WorkerApp, cgroup_cpu_quota, resolve_workers, usable_cores
+from app.serving import AUTO_MAX, cgroup_cpu_quota, resolve_workers, usable_cores
+
+SHARED = {"VECTOR_INDEX": "server", "QDRANT_URL": "http://127.0.0.1:6333"}  # never contacted here
 
 
 def _settings(tmp_path, **env):
     return load_settings({"SQLITE_PATH": str(tmp_path / "m.db"), **env}, dotenv=None)
 
 
-def test_one_worker_per_usable_core_unless_workers_says_otherwise(tmp_path):
+def test_the_embedded_default_runs_one_process(tmp_path):
     settings = _settings(tmp_path)
-    assert settings.workers == 0 and resolve_workers(settings) == max(1, min(usable_cores(), AUTO_MAX))
+    assert settings.workers == 0 and resolve_workers(settings) == 1
     assert resolve_workers(_settings(tmp_path, WORKERS="1")) == 1
 
 
-def test_workers_0_means_one_per_usable_core_at_most_four(tmp_path):
-    assert resolve_workers(_settings(tmp_path, WORKERS="0")) == max(1, min(usable_cores(), AUTO_MAX))
+def test_over_a_qdrant_server_workers_0_means_one_per_usable_core_at_most_four(tmp_path):
+    assert resolve_workers(_settings(tmp_path, **SHARED)) == max(1, min(usable_cores(), AUTO_MAX))
+    assert resolve_workers(_settings(tmp_path, WORKERS="0", **SHARED)) == max(1, min(usable_cores(), AUTO_MAX))
 
 
-def test_an_explicit_number_of_workers_is_kept(tmp_path):
-    assert resolve_workers(_settings(tmp_path, WORKERS="3")) == 3
+def test_over_a_qdrant_server_an_explicit_number_of_workers_is_kept(tmp_path):
+    assert resolve_workers(_settings(tmp_path, WORKERS="3", **SHARED)) == 3
 
 
 @pytest.mark.parametrize("raw", ["-1", "65", "two"])
@@ -40,44 +41,24 @@ def test_a_bad_workers_value_names_the_variable(tmp_path, raw):
     assert raised.value.variable == "WORKERS"
 
 
-@pytest.mark.parametrize("env", [{"STORE": "memory"}, {"SQLITE_PATH": ":memory:"}])
-def test_stores_processes_cannot_share_run_one_worker_and_refuse_more(tmp_path, env):
+@pytest.mark.parametrize(("env", "named"), [
+    ({}, "VECTOR_INDEX=edge"),
+    ({"VECTOR_INDEX": "memory"}, "VECTOR_INDEX=memory"),
+    ({**SHARED, "STORE": "memory"}, "STORE=memory"),
+    ({**SHARED, "SQLITE_PATH": ":memory:"}, "SQLITE_PATH=:memory:"),
+])
+def test_engines_processes_cannot_share_run_one_worker_and_refuse_more_naming_those_that_allow_it(
+        tmp_path, env, named):
     def workers(n: str):
         return resolve_workers(load_settings({"SQLITE_PATH": str(tmp_path / "m.db"), "WORKERS": n, **env}, dotenv=None))
 
     assert workers("0") == 1 and workers("1") == 1
-    with pytest.raises(ConfigError, match="must be 1 when"):
+    with pytest.raises(ConfigError) as raised:
         workers("2")
-
-
-def test_the_worker_app_factory_crosses_a_spawn_with_the_parents_exact_settings(tmp_path):
-    settings = _settings(tmp_path, MEMORY_API_KEY="k", RRF_K="7")
-    factory = WorkerApp(settings, 2, os.getpid())
-    assert pickle.loads(pickle.dumps(factory)) == factory
-
-
-def _try_lock(path: str, answer) -> None:
-    answer.put(OwnerLock(path).try_acquire())
-
-
-def test_one_process_at_a_time_holds_the_owner_lock_and_release_hands_it_on(tmp_path):
-    path = str(tmp_path / "m.db.owner")
-    first = OwnerLock(path)
-    assert first.try_acquire() and first.held
-    assert first.holder() == os.getpid()
-    context = multiprocessing.get_context("spawn")
-    answer = context.Queue()
-    other = context.Process(target=_try_lock, args=(path, answer))
-    other.start()
-    other.join(60)
-    assert answer.get(timeout=60) is False  # held by this process
-    first.release()
-    assert not first.held
-    other = context.Process(target=_try_lock, args=(path, answer))
-    other.start()
-    other.join(60)
-    assert answer.get(timeout=60) is True
-    assert os.stat(path).st_mode & 0o777 == 0o600
+    message = str(raised.value)
+    assert raised.value.variable == "WORKERS" and message.startswith("WORKERS: must be 1 with")
+    assert named in message and "VECTOR_INDEX=server" in message and "STORE=postgres" in message
+    assert "\n" not in message and "(got 2)" in message
 
 
 def _count_in_a_worker(requests: int, refusals: int) -> None:

@@ -5,16 +5,13 @@ Real SQLite files."""
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
-from adapters.sqlite import keyword_upkeep
 from adapters.sqlite.driver import sqlite3
 from adapters.sqlite.keyword_upkeep import IDLE_SECONDS, STEP_GAP, KeywordUpkeep
-from adapters.sqlite.writer_turn import NoTurn, WriterTurn
 from adapters.sqlite.store import SqliteStore
 from domain import writes
 from domain.keywords import plain_query
@@ -93,7 +90,7 @@ def test_the_writer_waits_forever_until_a_write_then_for_the_idle_time_then_merg
     assert upkeep.wait() == IDLE_SECONDS
     steps = 0
     while upkeep.wait() is not None and steps < 100:
-        upkeep.step(NoTurn())
+        upkeep.step()
         steps += 1
         assert upkeep.wait() in (STEP_GAP, None)  # while there is work: shortly
     assert upkeep.wait() is None and 1 < steps < 100
@@ -101,43 +98,23 @@ def test_the_writer_waits_forever_until_a_write_then_for_the_idle_time_then_merg
     conn.close()
 
 
-def test_a_step_that_cannot_write_is_logged_and_dropped_until_the_next_writes(schema_db, caplog):
+def test_no_step_is_taken_while_another_connection_holds_the_write_lock(schema_db):
     path = schema_db
-    conn, other = _connect(path, timeout=0.05), _connect(path)
-    other.execute("BEGIN IMMEDIATE")  # another writer holds the lock
-    upkeep = KeywordUpkeep(conn)
-    upkeep.written()
-    with caplog.at_level(logging.INFO, logger=keyword_upkeep.__name__):
-        upkeep.step(NoTurn())
-    assert upkeep.wait() is None
-    assert "keyword index merge skipped" in caplog.text and "locked" in caplog.text
-    assert not conn.in_transaction
-    other.execute("ROLLBACK")
-    upkeep.written()
-    upkeep.step(NoTurn())  # the lock is free again: it runs, and sets usermerge then
-    assert conn.execute("SELECT v FROM episodes_fts_config WHERE k = 'usermerge'").fetchone() == (2,)
-    other.close()
-    conn.close()
-
-
-def test_no_step_is_taken_while_another_process_holds_the_writer_turn(schema_db):
-    path = schema_db
-    conn = _connect(path)
+    conn, other = _connect(path), _connect(path)
     _index(conn, ["a b", "a c"])
-    held, mine = WriterTurn(str(path), timeout=5.0), WriterTurn(str(path), timeout=5.0)
-    assert held.attempt()  # (another open file description: as another process's)
+    other.execute("BEGIN IMMEDIATE")  # another process's writer holds SQLite's write lock
     upkeep, changes = KeywordUpkeep(conn), conn.total_changes
     upkeep.written()
-    upkeep.step(mine)
-    assert conn.total_changes == changes  # nothing done: no usermerge, no merge
+    upkeep.step()  # returns at once: the busy timeout is not waited out
+    assert conn.total_changes == changes and not conn.in_transaction  # nothing done
     assert upkeep.wait() == IDLE_SECONDS  # tried again after the idle time
-    held.release()
-    upkeep.step(mine)
-    assert conn.total_changes > changes  # usermerge set, a merge tried
-    assert held.attempt()  # the step gave the turn back
-    held.release()
-    held.close()
-    mine.close()
+    assert conn.execute("PRAGMA busy_timeout").fetchone()[0] > 0  # the connection's own timeout is back
+    other.execute("ROLLBACK")
+    upkeep.step()  # the lock is free again: it runs, and sets usermerge then
+    assert conn.execute("SELECT v FROM episodes_fts_config WHERE k = 'usermerge'").fetchone() == (2,)
+    other.execute("BEGIN IMMEDIATE")  # the step committed: the lock is free for others
+    other.execute("ROLLBACK")
+    other.close()
     conn.close()
 
 
@@ -149,7 +126,7 @@ def test_an_fts5vocab_table_is_not_taken_for_a_keyword_index(schema_db):
     upkeep = KeywordUpkeep(conn)
     upkeep.written()
     for _ in range(50):
-        upkeep.step(NoTurn())
+        upkeep.step()
         if upkeep.wait() is None:
             break
     assert conn.execute("SELECT count(DISTINCT segid) FROM episodes_fts_idx").fetchone()[0] <= 2
@@ -166,7 +143,7 @@ def test_an_unexpected_failure_in_a_step_rolls_back_and_leaves_the_writer_able_t
 
     monkeypatch.setattr(upkeep, "_merge", broken)
     upkeep.written()
-    upkeep.step(NoTurn())
+    upkeep.step()
     assert not conn.in_transaction and upkeep.wait() is None
     conn.execute("BEGIN IMMEDIATE")  # the next write's transaction can start
     conn.execute("ROLLBACK")

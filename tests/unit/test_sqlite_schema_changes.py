@@ -16,7 +16,7 @@ NOW = "2025-03-01T12:00:00.000Z"
 
 @pytest.fixture
 def v3(tmp_path: Path) -> sqlite3.Connection:
-    """A database as the round-2 service left it (schema version 3) with three entities and two
+    """A database at schema version 3, as an older service left it, with three entities and two
     edges, the newest edge deleted (so its id must not come back)."""
     conn = sqlite3.connect(tmp_path / "v3.db", isolation_level=None)
     conn.execute("PRAGMA foreign_keys = ON")

@@ -1,0 +1,98 @@
+"""Several processes serving one store (a Qdrant server as their index): each one's index manager
+serves and writes, one at a time maintains — the holder of the store's maintenance lock — and a
+follower takes the maintenance over when the holder goes. In-memory doubles of every port, the
+Qdrant server adapter's code through qdrant-client's local mode."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from adapters.memory.fake_embedder import FakeEmbedder
+from adapters.memory.maintenance_lock import InMemoryMaintenanceLock, LockCell
+from adapters.memory.vector_index import InMemoryVectorIndex
+from adapters.qdrant.server import QdrantServerIndex
+from domain.index_manager import IndexManager
+from tests.unit.test_index_manager import DIM, World, switched
+
+BACKENDS = [pytest.param(InMemoryVectorIndex, id="memory"), pytest.param(QdrantServerIndex.in_memory, id="server-local")]
+
+
+def managers(world: World, embedder: FakeEmbedder) -> tuple[IndexManager, IndexManager, InMemoryMaintenanceLock]:
+    """Two managers over one store and index, as two worker processes have them, and the first's
+    lock handle (its process lets it go at shutdown, once the index is closed)."""
+    cell = LockCell()
+    first_lock = InMemoryMaintenanceLock(cell)
+    first, second = (IndexManager(world.index, world.catalog, world.store, embedder, "fake", lock=lock,
+                                  verify_seconds=0.05, check_seconds=0.01)
+                     for lock in (first_lock, InMemoryMaintenanceLock(cell)))
+    return first, second, first_lock
+
+
+async def until(predicate, rounds: int = 2000):
+    for _ in range(rounds):
+        if value := predicate():
+            return value
+        await asyncio.sleep(0.01)
+    raise AssertionError("the condition never held")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+async def test_one_manager_maintains_and_the_other_follows_its_generations(backend) -> None:
+    world, embedder = World(backend()), FakeEmbedder(DIM)
+    first, second, first_lock = managers(world, embedder)
+    await first.start()
+    await world.add(6)
+    await world.drain(first, embedder)
+    await second.start()
+    assert first.status()["maintaining"] and not second.status()["maintaining"]
+    assert second.status()["status"] == "consistent"
+    assert len(await second.search("episodes", [1.0] * DIM, 10)) == 6  # the maintainer's generation
+
+    first.request_rebuild("episodes", "a test")
+    await switched(first)
+    second.run()  # it follows the manifest: the new generation, once the old is gone
+    new = first.status()["collections"]["episodes"]["generation"]
+    await until(lambda: second.status()["collections"]["episodes"]["generation"] == new)
+    await world.add(2)
+    await world.drain(second, embedder)  # the follower's writes reach the generation that serves
+    assert await first.count("episodes") == 8 and len(await second.search("episodes", [1.0] * DIM, 10)) == 8
+    assert second.builds == 0 and second.repairs == 0  # it never maintained
+    await first.close()
+    await second.close()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+async def test_a_follower_takes_the_maintenance_over_when_the_holder_goes(backend) -> None:
+    world, embedder = World(backend()), FakeEmbedder(DIM)
+    first, second, first_lock = managers(world, embedder)
+    await first.start()
+    await world.add(4)
+    await world.drain(first, embedder)
+    await second.start()
+    second.run()
+    await first.close()
+    assert not second.maintaining  # the lock is still held: the first process has not let it go
+    await first_lock.release()  # its process shut down (the kernel drops a dead process's flock the same way)
+    await until(lambda: second.maintaining)
+    second.request_rebuild("episodes", "a test")
+    status = await switched(second)
+    assert status["maintaining"] and await second.count("episodes") == 4 and second.builds == 1
+    await second.close()
+
+
+async def test_a_follower_with_no_generation_of_its_model_yet_says_the_maintainer_builds_it() -> None:
+    world = World()
+    cell = LockCell()
+    maintainer = IndexManager(world.index, world.catalog, world.store, FakeEmbedder(DIM), "fake",
+                              lock=InMemoryMaintenanceLock(cell))
+    await maintainer.start()
+    follower = IndexManager(world.index, world.catalog, world.store, FakeEmbedder(DIM, model="other"), "fake",
+                            lock=InMemoryMaintenanceLock(cell))
+    await follower.start()
+    episodes = follower.status()["collections"]["episodes"]
+    assert not follower.maintaining and episodes["state"] == "unavailable"
+    assert "being built by the process maintaining the index (pid" in follower.problem()
+    await maintainer.close()
+    await follower.close()
