@@ -107,11 +107,11 @@ def _ranker_config(s: Settings) -> RankerConfig:
 
 def _reranker(settings: Settings, client, manager):
     """The configured ``RERANKER_URL`` server, else the first plugin's reranker, else none. A
-    search waits for it no longer than for the vector index."""
+    search waits for it at most ``QUERY_TIMEOUT`` (or ``EMBEDDING_TIMEOUT`` when shorter)."""
     if settings.reranker_url:
-        from adapters.rerankers.http import HttpReranker
+        from adapters.rerankers.http import QUERY_TIMEOUT, HttpReranker
 
-        timeout = min(settings.embedding_timeout, settings.vector_query_timeout)
+        timeout = min(settings.embedding_timeout, QUERY_TIMEOUT)
         return HttpReranker(settings.reranker_url, settings.reranker_api, client, settings.reranker_model,
                             timeout=timeout)
     return manager.hook.nexusai_memory_reranker(options=dict(settings.ranker_options))

@@ -24,6 +24,9 @@ from adapters.embedders.http import field, ok_payload, post_json
 from domain.errors import Unavailable
 
 RerankApi = Literal["tei", "openai"]
+QUERY_TIMEOUT = 5.0
+"""Seconds a search waits for the reranker: it sits on the query path, and the ranker's own order
+is a fine answer when it is slow."""
 RERANK_APIS: tuple[str, ...] = ("tei", "openai")
 
 
