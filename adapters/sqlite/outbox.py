@@ -96,7 +96,7 @@ class SqliteOutbox(Reads):
             total = conn.execute("SELECT count(*)" + body, params).fetchone()[0]
             if not total or limit <= 0:
                 return ScopePending([], total)
-            found = conn.execute("SELECT o.*" + body + " ORDER BY o.id LIMIT ?", [*params, limit]).fetchall()
+            found = conn.execute("SELECT o.*" + body + " ORDER BY o.id LIMIT ?+0", [*params, limit]).fetchall()
             return ScopePending([rows.job_of(r) for r in found], total)
 
         return await self._db.read(op)
