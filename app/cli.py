@@ -304,6 +304,15 @@ def mcp(
         raise typer.Exit(1) from None
 
 
+def _add_keys_commands() -> None:
+    from app.cli_keys import keys_cli
+
+    cli.add_typer(keys_cli, name="keys")
+
+
+_add_keys_commands()
+
+
 def main() -> None:
     logging.basicConfig(level=logging.WARNING)
     cli()

@@ -174,6 +174,14 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     # engines (Qdrant Edge, in-memory), where more than one is refused at start.
     workers: Annotated[int, _doc("worker processes serving the port; 0: one per usable core", ge=0, le=64)] = field(
         default=0, name="WORKERS")
+    # API keys (app.auth): a key's own rateLimit wins over the default; the cache bounds how long a
+    # key revoked by another process (the CLI) keeps working.
+    key_rate_limit: Annotated[float, _doc("requests per second per stored key; 0: no limit", ge=0.0)] = field(
+        default=0.0, name="KEY_RATE_LIMIT")
+    key_cache_seconds: Annotated[float, _doc("seconds a verified key is trusted before it is read again",
+                                             ge=0.0, le=3600.0)] = field(default=5.0, name="KEY_CACHE_SECONDS")
+    mcp_allowed_hosts: Annotated[tuple[str, ...], _doc("Host/Origin names /mcp answers (DNS rebinding)")] = field(
+        default=(), name="MCP_ALLOWED_HOSTS")
 
     @property
     def secrets(self) -> tuple[str, ...]:
@@ -290,6 +298,8 @@ def load_settings(
             values[name] = ranker_options(env)
         elif name == "CORS_ORIGINS":
             values[name] = _origins(env.get(name) or "")
+        elif name == "MCP_ALLOWED_HOSTS":
+            values[name] = tuple(h.strip().lower() for h in (env.get(name) or "").split(",") if h.strip())
         elif (value := _raw(env, name, kind)) is not None:
             values[name] = value
     for name, follows, default in _DERIVED_DEFAULTS:

@@ -42,6 +42,7 @@ from domain.feed import EventService, HistoryService
 from domain.index_manager import IndexManager
 from domain.freshness import ReadYourWrites
 from domain.indexing import IndexingService
+from domain.keys import KeyService
 from domain.ranking import RankerConfig
 from domain.retrieval import SearchService
 from domain.services import EntityService, EpisodeService, ExpiryService, SessionService, SummaryService, UserService
@@ -64,6 +65,23 @@ def _catalog(store):
     if isinstance(store, SqliteStore):
         return SqliteIndexCatalog(store.database)
     return InMemoryIndexCatalog(store)
+
+
+def _api_keys(store):
+    # Keys live in the records' store (SQLite: the ``api_keys`` table); the in-memory store's double beside it.
+    if isinstance(store, SqliteStore):
+        from adapters.sqlite.api_keys import SqliteApiKeys
+
+        return SqliteApiKeys(store.database)
+    from adapters.memory.api_keys import InMemoryApiKeys
+
+    return InMemoryApiKeys()
+
+
+def _authenticator(keys, bootstrap: str | None, default_rate: float, cache_seconds: float):
+    from app.auth import Authenticator  # litestar: only the app needs it
+
+    return Authenticator(keys, bootstrap, default_rate=default_rate, cache_seconds=cache_seconds)
 
 
 def _maintenance_lock(s: Settings):
@@ -198,6 +216,7 @@ class Container(containers.DeclarativeContainer):
     )
 
     catalog = providers.Singleton(_catalog, store)
+    api_keys = providers.Singleton(_api_keys, store)
     store_resource = providers.Resource(_owned, "store", store)
 
     # -- adapters ------------------------------------------------------------------------------------
@@ -272,6 +291,11 @@ class Container(containers.DeclarativeContainer):
     )
     context = providers.Singleton(ContextService, store, search)
     history = providers.Singleton(HistoryService, store)
+    keys = providers.Singleton(KeyService, api_keys)
+    authenticator = providers.Singleton(
+        _authenticator, api_keys, providers.Callable(_setting("memory_api_key"), settings),
+        providers.Callable(_setting("key_rate_limit"), settings),
+        providers.Callable(_setting("key_cache_seconds"), settings))
     events = providers.Singleton(EventService, store)
     worker = providers.Singleton(_embedding_worker, indexing, providers.Callable(_setting("worker_batch"), settings),
                                  index_manager)

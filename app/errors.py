@@ -13,7 +13,8 @@ from litestar.status_codes import HTTP_500_INTERNAL_SERVER_ERROR
 from app.middleware import CLIENT_CLOSED, DISCONNECTED
 from app.schemas import ErrorBody
 from domain.errors import (
-    Busy, Conflict, DomainError, EmbeddingError, Invalid, NotFound, Unavailable, VectorIndexError,
+    Busy, Conflict, DomainError, EmbeddingError, Forbidden, Invalid, NotFound, Unauthorized, Unavailable,
+    VectorIndexError,
 )
 from domain.idempotency import KeyInFlight, KeyReused
 
@@ -23,6 +24,8 @@ DOMAIN_STATUS: dict[type[DomainError], int] = {
     KeyReused: 422,
     Busy: 503,
     NotFound: 404,
+    Unauthorized: 401,
+    Forbidden: 403,
     Conflict: 409,
     Invalid: 400,
     Unavailable: 503,
@@ -30,8 +33,9 @@ DOMAIN_STATUS: dict[type[DomainError], int] = {
     VectorIndexError: 503,
 }
 
-HTTP_CODES = {400: "bad_request", 401: "unauthorized", 404: "not_found", 405: "method_not_allowed",
-              409: "conflict", 413: "payload_too_large", 422: "unprocessable", 415: "unsupported_media_type", 429: "too_many_requests",
+HTTP_CODES = {400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found", 405: "method_not_allowed",
+              409: "conflict", 413: "payload_too_large", 415: "unsupported_media_type", 422: "unprocessable",
+              429: "too_many_requests",
               503: "unavailable"}
 
 

@@ -17,7 +17,6 @@ exist; and a HEAD where GET is allowed is answered as the GET (``app.head_reques
 
 from __future__ import annotations
 
-import hmac
 import logging
 import re
 import time
@@ -30,6 +29,7 @@ from litestar.exceptions import HTTPException, MethodNotAllowedException
 from litestar.middleware import ASGIMiddleware
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
 
+from app.auth import RESOLVED, Authenticator, Denied, bearer_token, send_denied
 from app.errors import error_body, http_error
 from app.head_requests import answer_head_as_get
 from app.metrics import UNMATCHED_ROUTE, ServiceMetrics
@@ -76,18 +76,20 @@ class RequestGates(ASGIMiddleware):
 
     scopes = (ScopeType.HTTP,)
 
-    def __init__(self, *, api_key: str | None, open_paths: Collection[str], admission: AdmissionControl,
-                 metrics: ServiceMetrics | None) -> None:
-        self.key = api_key.encode() if api_key else None
+    def __init__(self, *, authenticator: Authenticator, open_paths: Collection[str], admission: AdmissionControl,
+                 metrics: ServiceMetrics | None, cors: bool = False) -> None:
+        self.authenticator = authenticator
         self.open_paths = frozenset(open_paths)
         self.admission = admission
         self.metrics = metrics
+        self.cors = cors
 
-    def authorized(self, scope: Scope) -> bool:
-        if self.key is None:
+    def _open(self, scope: Scope) -> bool:
+        if is_open_path(scope["path"], self.open_paths) or (scope.get("path_template") or "") in self.open_paths:
             return True
-        scheme, _, token = (header(scope, b"authorization") or b"").partition(b" ")
-        return scheme.lower() == b"bearer" and hmac.compare_digest(token, self.key)
+        # A CORS preflight carries no key: the CORS layer answers it.
+        return self.cors and scope["method"] == "OPTIONS" and header(scope, b"access-control-request-method") \
+            is not None
 
     async def handle(self, scope: Scope, receive: Receive, send: Send, next_app: ASGIApp) -> None:
         request = observed(scope)
@@ -101,11 +103,13 @@ class RequestGates(ASGIMiddleware):
             return message
 
         try:
-            if self.key is not None:
-                ok = self.authorized(scope)
-                scope["authenticated"] = ok  # type: ignore[literal-required]
-                if not ok and not is_open_path(scope["path"], self.open_paths):
-                    await send_error(send, 401, "unauthorized", _UNAUTHORIZED, [_CHALLENGE])
+            if not self._open(scope):
+                # Resolved once here, before the body is judged: a caller without a key learns nothing
+                # else. What the principal may do on this route is for KeyAuthentication (app.auth).
+                try:
+                    scope[RESOLVED] = await self.authenticator.principal(bearer_token(scope))  # type: ignore[literal-required]
+                except Denied as denied:
+                    await send_denied(send, denied)
                     return
             if scope["method"] in _BODY_METHODS and (refused := _not_json(scope)) is not None:
                 await send_error(send, 415, "unsupported_media_type", refused)
@@ -124,8 +128,8 @@ class RequestGates(ASGIMiddleware):
 
     def unrouted(self, request: Request, exc: HTTPException) -> Response[Any]:
         """The exception handler of the router's 404 and 405 (see the module)."""
-        if "route_handler" not in request.scope and not self.authorized(request.scope) \
-                and not is_open_path(request.scope["path"], self.open_paths):
+        if "route_handler" not in request.scope and not self._open(request.scope) \
+                and not self.authenticator.recognizes(bearer_token(request.scope)):
             return error_body(401, "unauthorized", _UNAUTHORIZED, headers={"www-authenticate": _CHALLENGE[1].decode()})
         if isinstance(exc, MethodNotAllowedException) and request.method == "HEAD":
             allowed = (exc.headers or {}).get("allow", "")

@@ -20,7 +20,6 @@ attempt. Keys expire after ``IDEMPOTENCY_KEY_SECONDS`` and are swept with expire
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
@@ -31,6 +30,8 @@ from litestar.middleware import ASGIMiddleware
 from litestar.serialization import encode_json
 from litestar.types import ASGIApp, Receive, Scope, Send
 
+from app.auth import request_principal
+from domain.access import Principal
 from domain.idempotency import (
     AlreadyAnswered, Answer, Claim, KeyedAnswer, KeyInFlight, check_key, expiry_after, fingerprint, pending, replay_of,
 )
@@ -46,14 +47,13 @@ _TOOL_KEY = "idempotency_key"  # the MCP write tools' argument
 _IN_FLIGHT = "idempotency_in_flight"  # app.state: (caller, key) -> set when that request has answered
 
 
-def caller_of(headers: Any) -> str:
+def caller_of(principal: Principal | None) -> str:
     """Whose key space a request's key lives in: one caller's key never answers another's request.
-    Until API keys have ids of their own, the caller is a hash of the bearer token (never the token
-    itself), or ``anonymous``."""
-    authorization = headers.get("authorization")
-    if not authorization:
+    The caller is the API key the request was made with (``key:<id>``, ``key:admin`` for
+    ``MEMORY_API_KEY``), or ``anonymous`` on a service without keys."""
+    if principal is None or not principal.authenticated:
         return "anonymous"
-    return "bearer:" + hashlib.sha256(authorization.encode("latin-1")).hexdigest()[:32]
+    return principal.actor
 
 
 def replay(found: KeyedAnswer) -> Response:
@@ -111,7 +111,7 @@ class IdempotencyMiddleware(ASGIMiddleware):
             return
         key = check_key(raw)
         container = request.app.state["container"]
-        caller = caller_of(request.headers)
+        caller = caller_of(request_principal.get())
         query = scope.get("query_string", b"").decode("latin-1")
         path = scope["path"] + ("?" + query if query else "")
         wanted = fingerprint(scope["method"], path, await request.body(), caller)
@@ -155,15 +155,16 @@ def idempotent() -> list[ASGIMiddleware]:
 
 
 async def keyed_result(container: Any, key: str | None, tool: str, arguments: dict[str, Any],
-                       write: Callable[[], Awaitable[T]], render: Callable[[T], dict[str, Any]]) -> dict[str, Any]:
+                       write: Callable[[], Awaitable[T]], render: Callable[[T], dict[str, Any]],
+                       principal: Principal | None = None) -> dict[str, Any]:
     """An MCP write tool's answer under ``key`` (its ``idempotency_key`` argument): as ``answered``
     for HTTP — the result stored with the write, a repeated call answered from the store (with
-    ``replayed: true``), the key with other arguments refused. MCP has no per-key caller yet: every
-    MCP client shares the ``mcp`` key space."""
+    ``replayed: true``), the key with other arguments refused; keys live in the calling API key's
+    space, as over HTTP (``principal``: the tool call's)."""
     if key is None:
         return render(await write())
     check_key(key, _TOOL_KEY)
-    caller = "mcp"
+    caller = caller_of(principal)
     wanted = fingerprint("MCP", tool, json.dumps(arguments, sort_keys=True, default=str).encode(), caller)
     found = await container.store().idempotency.get(caller, key, utc_now())
     if found is not None:

@@ -13,19 +13,21 @@ from litestar.datastructures import State
 from litestar.exceptions import MethodNotAllowedException, NotFoundException
 
 from app import heap
+from app.auth import KeyAuthentication, allowed_mcp_hosts
 from app.config import ConfigError, Settings
 from app.container import Container, build_container, shutdown
-from app.docs import DOCS_PATHS, docs_asset, open_operations, openapi_config
+from app.docs import DOCS_PATHS, SCHEMA_PATH, docs_asset, open_operations, openapi_config
 from app.errors import EXCEPTION_HANDLERS
 from app.gates import RequestGates, observer
 from app.health import HEALTH_ROUTES
-from app.mcp_server import mounted as mounted_mcp
+from app.mcp_server import MCP_PATH, mounted as mounted_mcp
 from app.metrics import metrics
 from app.middleware import install_request_id_filter
 from app.overload import PatientAdmission
 from app.routes.deps import dependencies
 from app.routes.changes import EventController, HistoryController, set_actor
 from app.routes.entities import EntityController, RelationshipController
+from app.routes.keys import KeyController
 from app.routes.episodes import EpisodeController
 from app.routes.retrieval import RetrievalController
 from app.routes.sessions import SessionController
@@ -35,6 +37,7 @@ from app.routes.users import UserController
 from app.serving import resolve_workers, single_process_reason
 from app.startup import report_embedder, report_store_and_index
 from domain.errors import EmbeddingError, Invalid
+from domain.scoped import Services
 
 log = logging.getLogger("nexusai.app")
 
@@ -75,6 +78,16 @@ def check_configuration(container: Container) -> None:
         raise ConfigError("EMBEDDING_DIM", f"is {settings.embedding_dim} but the embedder gives {dimension}")
 
 
+def key_authentication(container: Container, settings: Settings) -> KeyAuthentication:
+    """The door of every route (app.auth): keys to principals, and the services as each sees them."""
+    plain = Services(container.sessions(), container.episodes(), container.entities(), container.summaries(),
+                     container.users(), container.search(), container.context(), container.history(),
+                     container.events())
+    return KeyAuthentication(container.authenticator(), plain, open_paths=OPEN_PATHS,
+                             open_prefixes=(f"{SCHEMA_PATH}/",), metrics_path="/metrics", mcp_path=MCP_PATH,
+                             mcp_hosts=allowed_mcp_hosts(settings.mcp_allowed_hosts, settings.host))
+
+
 def create_app(settings: Settings, container: Container | None = None, *, serving: bool = False) -> Litestar:
     """Build the app for ``settings``: a fresh container (or the one given, for tests), every
     route, the error table, and a lifespan that opens the stores, the vector index and its manager,
@@ -99,6 +112,7 @@ def create_app(settings: Settings, container: Container | None = None, *, servin
         embedder_report = None
         try:
             await container.store_resource()
+            await container.authenticator().open_service()  # whether any key closes the service, known from the start
             (await container.embedder_resource()).start()  # a model loads in the background; /health says "starting"
             manager = await container.index_manager_resource()
             # Never waits for a build: derived data does not hold up start-up. It takes the store's
@@ -139,22 +153,23 @@ def create_app(settings: Settings, container: Container | None = None, *, servin
     # Admission control counts for the whole app (one instance); /health and the other exempt
     # paths pass it, so an overloaded service can still say how it is.
     admission = PatientAdmission(None, settings.max_in_flight, ADMISSION_EXEMPT, max_body=settings.max_body_bytes)
-    gates = RequestGates(api_key=settings.memory_api_key, open_paths=OPEN_PATHS, admission=admission,
-                         metrics=service_metrics)
+    gates = RequestGates(authenticator=container.authenticator(), open_paths=OPEN_PATHS, admission=admission,
+                         metrics=service_metrics, cors=bool(settings.cors_origins))
     app = Litestar(
         route_handlers=[
             *HEALTH_ROUTES, SessionController, EpisodeController, EntityController, RelationshipController,
             SummaryController, UserController, RetrievalController, HistoryController, EventController, metrics,
-            docs_asset, mcp_endpoint,
+            docs_asset, mcp_endpoint, KeyController,
         ],
         dependencies=dependencies(container),
         # The router's own 404 and 405 pass no middleware: the gates answer them (401 without the key; HEAD).
         exception_handlers={**EXCEPTION_HANDLERS, NotFoundException: gates.unrouted,
                             MethodNotAllowedException: gates.unrouted},
-        middleware=[gates],
+        middleware=[gates, key_authentication(container, settings)],
         before_send=[observer(service_metrics)],
         state=State({"container": container, "worker": worker, "health": monitor, "metrics": service_metrics,
-                     "admission": admission}),
+                     "admission": admission,
+                     "authenticator": container.authenticator()}),
         lifespan=[lifespan],
         before_request=before_request,
         after_response=after_response,

@@ -13,10 +13,10 @@ what an assistant has at hand; ``remember`` creates the session on first use.
 from __future__ import annotations
 
 import functools
-import hmac
 import json
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
+from contextvars import ContextVar
 from typing import Annotated, Any, Literal
 
 import msgspec
@@ -26,6 +26,7 @@ from mcp_types import ToolAnnotations
 from pydantic import Field, create_model
 
 from app import heap
+from app.auth import PRINCIPAL, Denied, allowed_mcp_hosts, bearer_token, check_mcp_origin, send_denied
 from app.config import Settings
 from app.container import Container, build_container, shutdown
 from app.cursor_pages import EpisodeCursorPage
@@ -44,7 +45,9 @@ from domain.limits import (
 )
 from domain.filters import parse_filter
 from domain.models import NewEntity, NewEpisode, NewRelationship, Owner, Session
+from domain.access import Principal
 from domain.retrieval import SearchQuery
+from domain.scoped import Services, scoped
 from domain.services import check_session_owner
 
 log = logging.getLogger("nexusai.mcp")
@@ -110,13 +113,50 @@ def _strict_arguments(server: MCPServer) -> None:
         tool.parameters = strict.model_json_schema(by_alias=True)
 
 
+# The principal of the MCP request being handled (None: stdio, or an app without app.auth's door).
+mcp_principal: ContextVar[Principal | None] = ContextVar("mcp_principal", default=None)
+
+
+class PrincipalOfRequest:
+    """MCP middleware: the tools of one request act as the key of the HTTP request that carried it.
+    A tool call runs in the MCP session's task, not the HTTP request's, so the principal travels
+    with the request the SDK hands over (``ctx.request``, its ASGI scope's state) and is set here
+    around the handler."""
+
+    async def __call__(self, ctx: Any, call_next: Any) -> Any:
+        scope = getattr(getattr(ctx, "request", None), "scope", None) or {}
+        token = mcp_principal.set((scope.get("state") or {}).get(PRINCIPAL))
+        try:
+            return await call_next(ctx)
+        finally:
+            mcp_principal.reset(token)
+
+
 def build_server(container: Container, wrote: Callable[[], None] = lambda: None) -> MCPServer:
     """The MCP server with the memory tools over ``container``'s services; ``wrote`` is called after
     every write (the embedding worker's wake-up, as the REST app does after non-GET requests)."""
-    server = MCPServer("nexusai-memory", title="NexusAI Memory", instructions=INSTRUCTIONS, version="0.1.0")
-    sessions, episodes, entities = container.sessions(), container.episodes(), container.entities()
+    server = MCPServer("nexusai-memory", title="NexusAI Memory", instructions=INSTRUCTIONS, version="0.1.0",
+                       middleware=[PrincipalOfRequest()])
+    plain = Services(container.sessions(), container.episodes(), container.entities(), container.summaries(),
+                     container.users(), container.search(), container.context(), container.history(),
+                     container.events())
+
+    def svc() -> Services:
+        """The services as the calling key sees them (app.auth's principal of the HTTP request);
+        over stdio the caller is the local user who started the process, as with the CLI."""
+        principal = mcp_principal.get()
+        return plain if principal is None else scoped(principal, plain)
+
+    def mine(user_id: str | None, agent_id: str | None = None) -> Owner:
+        """The owner a tool writes as: what it was given, else the calling key's own (an assistant
+        holding a bound key need not repeat who it serves; naming another is still refused)."""
+        principal = mcp_principal.get()
+        if user_id is None and principal is not None and principal.bound:
+            return Owner(principal.user_id, agent_id or principal.agent_id)
+        return Owner(user_id, agent_id)
 
     async def session_named(external_id: str, *, create: bool = False, owner: Owner = Owner()) -> Session:
+        sessions = svc().sessions
         try:
             return await sessions.by_external_id(external_id)
         except NotFound:
@@ -136,15 +176,18 @@ def build_server(container: Container, wrote: Callable[[], None] = lambda: None)
         creating the session on first use (owned by `user_id` / `agent_id` when given: a session's
         owner is set once). It becomes searchable at once by keyword, and by meaning as soon as it
         is embedded."""
-        found = await session_named(session, create=True, owner=Owner(user_id, agent_id))
-        check_session_owner(found, Owner(user_id, agent_id))
+        owner = mine(user_id, agent_id)
+        found = await session_named(session, create=True, owner=owner)
+        check_session_owner(found, owner)
         new = NewEpisode(session_id=found.id, user_message=user_message, ai_response=ai_response,
                          token_count=token_count, metadata=metadata or {})
         arguments = {"session": session, "user_message": user_message, "ai_response": ai_response,
                      "metadata": metadata, "token_count": token_count, "user_id": user_id, "agent_id": agent_id}
-        result = await keyed_result(container, idempotency_key, "remember", arguments, lambda: episodes.add(new),
+        result = await keyed_result(container, idempotency_key, "remember", arguments,
+                                    lambda: svc().episodes.add(new),
                                     lambda episode: {"session": _wire(wire(found, SessionOut)),
-                                                     "episode": _wire(wire(episode, EpisodeOut))})
+                                                     "episode": _wire(wire(episode, EpisodeOut))},
+                                    mcp_principal.get())
         wrote()
         return result
 
@@ -162,7 +205,7 @@ def build_server(container: Container, wrote: Callable[[], None] = lambda: None)
         default the ranker's floor, 0 keeps every hit) drops weaker hits. Best first; `pending`
         counts records still waiting for their embedding."""
         session_id = (await session_named(session)).id if session else None
-        result = await container.search().search(SearchQuery(
+        result = await svc().search.search(SearchQuery(
             query, limit, session_id, tuple(sources or ["episodes"]), ranker, owner=Owner(user_id, agent_id),
             metadata=parse_filter({"metadata": metadata} if metadata else None), min_score=min_score))
         return _wire(search_out(result))
@@ -180,7 +223,7 @@ def build_server(container: Container, wrote: Callable[[], None] = lambda: None)
         their relationships, cut to `token_budget` tokens (what did not fit is listed in `omitted`).
         With `user_id` / `agent_id` the memory spans all their sessions (`session` then optional)."""
         session_id = (await session_named(session)).id if session else None
-        package = await container.context().build(query, session_id, token_budget, recent_episodes, relevant_limit,
+        package = await svc().context.build(query, session_id, token_budget, recent_episodes, relevant_limit,
                                                   ranker, Owner(user_id, agent_id))
         return _wire(context_out(package))
 
@@ -191,7 +234,7 @@ def build_server(container: Container, wrote: Callable[[], None] = lambda: None)
                             agent_id: Name | None = None) -> Result:
         """The stored conversations (sessions), oldest first, with their total count; with
         `user_id` / `agent_id` only theirs."""
-        return _wire(wire(await sessions.list(limit, offset, Owner(user_id, agent_id)), SessionPage))
+        return _wire(wire(await svc().sessions.list(limit, offset, Owner(user_id, agent_id)), SessionPage))
 
     @server.tool(annotations=READ)
     @guarded
@@ -199,7 +242,7 @@ def build_server(container: Container, wrote: Callable[[], None] = lambda: None)
                               offset: Annotated[int, Field(ge=0)] = 0) -> Result:
         """The exchanges of conversation `session`, oldest first, with their total count."""
         found = await session_named(session)
-        return _wire(wire(await episodes.of_session(found.id, limit, offset), EpisodePage))
+        return _wire(wire(await svc().episodes.of_session(found.id, limit, offset), EpisodePage))
 
     @server.tool(annotations=READ)
     @guarded
@@ -212,7 +255,7 @@ def build_server(container: Container, wrote: Callable[[], None] = lambda: None)
         `session`, optionally filtered by metadata. Pass the answer's `nextCursor` back as `cursor`
         (with the same `newest_first`) for more; it is null when nothing more is left."""
         session_id = (await session_named(session)).id if session else None
-        page = await episodes.listed(limit=limit, order="desc" if newest_first else "asc", cursor=cursor,
+        page = await svc().episodes.listed(limit=limit, order="desc" if newest_first else "asc", cursor=cursor,
                                      filter=None if filter is None else json.dumps(filter), session_id=session_id)
         return _wire(wire(page, EpisodeCursorPage))
 
@@ -223,11 +266,13 @@ def build_server(container: Container, wrote: Callable[[], None] = lambda: None)
         """Record a person, place, thing or idea, identified by (`user_id`, `name`, `type`) — without
         `user_id` a shared one; calling it again with the same key updates its notes and metadata.
         Returns the entity and `created`."""
-        new = NewEntity(name=name, type=type, notes=notes, metadata=metadata or {}, user_id=user_id)
+        new = NewEntity(name=name, type=type, notes=notes, metadata=metadata or {}, user_id=mine(user_id).user_id)
         arguments = {"name": name, "type": type, "notes": notes, "metadata": metadata, "user_id": user_id}
-        result = await keyed_result(container, idempotency_key, "upsert_entity", arguments, lambda: entities.upsert(new),
+        result = await keyed_result(container, idempotency_key, "upsert_entity", arguments,
+                                    lambda: svc().entities.upsert(new),
                                     lambda upserted: {"entity": _wire(wire(upserted.item, EntityOut)),
-                                                      "created": upserted.created})
+                                                      "created": upserted.created},
+                                    mcp_principal.get())
         wrote()
         return result
 
@@ -235,7 +280,7 @@ def build_server(container: Container, wrote: Callable[[], None] = lambda: None)
     @guarded
     async def find_entities(name: Name, limit: Annotated[int, Field(ge=1, le=MAX_LIMIT)] = 20) -> Result:
         """Entities whose name contains `name` (case-insensitive), with their ids and types."""
-        return {"entities": _wire(wire(await entities.find_by_name(name, limit), list[EntityOut]))}
+        return {"entities": _wire(wire(await svc().entities.find_by_name(name, limit), list[EntityOut]))}
 
     @server.tool(annotations=READ)
     @guarded
@@ -243,6 +288,7 @@ def build_server(container: Container, wrote: Callable[[], None] = lambda: None)
                          direction: Literal["out", "in", "both"] = "both") -> Result:
         """One entity with its relationships (outgoing, incoming or both) and the entities at
         their other ends."""
+        entities = svc().entities
         entity = await entities.get(entity_id)
         edges = await entities.relationships(entity_id, direction)
         others = {e: await entities.get(e) for e in {r.from_id for r in edges} | {r.to_id for r in edges}}
@@ -262,13 +308,15 @@ def build_server(container: Container, wrote: Callable[[], None] = lambda: None)
             begins = wire_timestamp(valid_from, "valid_from")
         except ValueError as exc:
             raise ToolError(f"validation_error: {exc}") from None
-        new = NewRelationship(from_id=from_id, to_id=to_id, label=label, metadata=metadata or {}, valid_from=begins,
-                              supersedes=supersedes)
+        new = NewRelationship(from_id=from_id, to_id=to_id, label=label, metadata=metadata or {},
+                              user_id=mine(None).user_id, valid_from=begins, supersedes=supersedes)
         arguments = {"from_id": from_id, "label": label, "to_id": to_id, "metadata": metadata,
                      "supersedes": supersedes, "valid_from": valid_from}
-        result = await keyed_result(container, idempotency_key, "relate", arguments, lambda: entities.relate(new),
+        result = await keyed_result(container, idempotency_key, "relate", arguments,
+                                    lambda: svc().entities.relate(new),
                                     lambda upserted: {"relationship": _wire(wire(upserted.item, RelationshipOut)),
-                                                      "created": upserted.created})
+                                                      "created": upserted.created},
+                                    mcp_principal.get())
         wrote()
         return result
 
@@ -278,7 +326,7 @@ def build_server(container: Container, wrote: Callable[[], None] = lambda: None)
                       limit: Annotated[int, Field(ge=1, le=MAX_LIMIT)] = 20) -> Result:
         """How a record changed, oldest first: each update or delete with the record before and after
         (after is null once deleted) and the fields that changed. Works after the record is gone."""
-        return _wire(history_out(await container.history().of_record(kind, record_id, 0, limit)))
+        return _wire(history_out(await svc().history.of_record(kind, record_id, 0, limit)))
 
     _strict_arguments(server)
 
@@ -291,27 +339,27 @@ def build_server(container: Container, wrote: Callable[[], None] = lambda: None)
     return server
 
 
-class BearerGate:
-    """ASGI wrapper: with ``MEMORY_API_KEY`` set, MCP over HTTP needs the same
-    ``Authorization: Bearer <key>`` header as the REST API (``/health`` stays open)."""
+class KeyedMcp:
+    """ASGI wrapper of ``memory-service mcp --transport streamable-http``: the same keys as the REST
+    API (app.auth's ``Authenticator``: the bootstrap key, stored keys with their scopes, owners and
+    rates) and the same ``Host``/``Origin`` rule; the principal goes into ``scope["state"]`` where
+    the tools find it (``PrincipalOfRequest``). ``/health`` stays open."""
 
-    def __init__(self, app: Any, key: str) -> None:
-        self.app, self.key = app, key.encode()
+    def __init__(self, app: Any, authenticator: Any, hosts: Collection[str]) -> None:
+        self.app, self.authenticator, self.hosts = app, authenticator, frozenset(hosts)
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
-        if scope["type"] == "http" and scope.get("path") != "/health" and not self._allowed(scope):
-            body = json.dumps({"code": "unauthorized", "status": 401, "field": None, "message":
-                               "a valid 'Authorization: Bearer <MEMORY_API_KEY>' header is required"}).encode()
-            await send({"type": "http.response.start", "status": 401,
-                        "headers": [(b"content-type", b"application/json"), (b"www-authenticate", b"Bearer")]})
-            await send({"type": "http.response.body", "body": body})
+        if scope["type"] != "http" or scope.get("path") == "/health":
+            await self.app(scope, receive, send)
             return
+        try:
+            check_mcp_origin(scope, self.hosts)
+            principal = await self.authenticator.principal(bearer_token(scope))
+        except Denied as denied:
+            await send_denied(send, denied)
+            return
+        scope.setdefault("state", {})[PRINCIPAL] = principal
         await self.app(scope, receive, send)
-
-    def _allowed(self, scope: dict) -> bool:
-        header = dict(scope.get("headers") or []).get(b"authorization", b"")
-        scheme, _, token = header.partition(b" ")
-        return scheme.lower() == b"bearer" and hmac.compare_digest(token, self.key)
 
 
 def mounted(container: Container, settings: Settings, wrote: Callable[[], None], stateless: bool = False):
@@ -326,9 +374,8 @@ def mounted(container: Container, settings: Settings, wrote: Callable[[], None],
     server = build_server(container, wrote)
     server.streamable_http_app(streamable_http_path=MCP_PATH, host=settings.host,  # creates the session manager
                                stateless_http=stateless)
+    # Keys are checked by the REST app's door (app.auth), which /mcp passes like every route.
     app: Any = StreamableHTTPASGIApp(server.session_manager)
-    if settings.memory_api_key:
-        app = BearerGate(app, settings.memory_api_key)
 
     @asgi(MCP_PATH, is_mount=True, copy_scope=True)
     async def mcp_endpoint(scope: Any, receive: Any, send: Any) -> None:
@@ -355,17 +402,16 @@ async def run(settings: Settings, transport: Transport, host: str, port: int) ->
         if transport == "stdio":
             await server.run_stdio_async()
         else:
-            await _serve_http(server, settings, host, port)
+            await _serve_http(server, settings, host, port, container.authenticator())
     finally:
         await shutdown(container)
 
 
-async def _serve_http(server: MCPServer, settings: Settings, host: str, port: int) -> None:
+async def _serve_http(server: MCPServer, settings: Settings, host: str, port: int, authenticator: Any) -> None:
     import uvicorn
 
     app: Any = server.streamable_http_app(streamable_http_path=MCP_PATH, host=host)
-    if settings.memory_api_key:
-        app = BearerGate(app, settings.memory_api_key)
+    app = KeyedMcp(app, authenticator, allowed_mcp_hosts(settings.mcp_allowed_hosts, host))
     log.info("MCP over streamable HTTP at http://%s:%d%s", host, port, MCP_PATH)
     config = uvicorn.Config(app, host=host, port=port, log_level=settings.log_level, access_log=False,
                             log_config=None, timeout_graceful_shutdown=10)

@@ -569,6 +569,8 @@ def main() -> None:
                              " request dropped) instead of rebuilt first")
     parser.add_argument("--rows", default="", help="only the wrk rows whose name contains one of these (comma-separated)")
     parser.add_argument("--peer-rounds", type=int, default=2, help="rounds beside the Node.js original (0: none)")
+    parser.add_argument("--key-check-requests", type=int, default=2000,
+                        help="requests per route and key mode in bench/key_checks.py (0: none)")
     args = parser.parse_args()
     scales = [s.strip().lower() for s in args.scales.split(",") if s.strip()]
     args.sqlite_only = {s.strip().lower() for s in args.sqlite_only.split(",") if s.strip()}
@@ -606,6 +608,15 @@ def main() -> None:
     if args.drain_episodes > 0:
         log("embedding backlog drain against a fake Ollama server")
         record["drain"] = bench_drain(args.drain_episodes, args.profile)
+        save()
+    if args.key_check_requests > 0:
+        import asyncio
+
+        import key_checks
+
+        log("the cost of key checks on the seed routes (bench/key_checks.py)")
+        record["key_checks"], key_table = asyncio.run(key_checks.measure(args.key_check_requests, 3))
+        log(key_table)
         save()
     if args.peer_rounds > 0:
         import peer  # imports this module's Server and Wrk, so only once main() runs

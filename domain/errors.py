@@ -22,6 +22,18 @@ class Conflict(DomainError):
     code = "conflict"
 
 
+class Unauthorized(DomainError):
+    """No credential, or one the service does not know (or revoked, or expired)."""
+
+    code = "unauthorized"
+
+
+class Forbidden(DomainError):
+    """A known caller asking for what its key does not allow (a scope, another owner's write)."""
+
+    code = "forbidden"
+
+
 class Invalid(DomainError):
     """The request is well-formed but its content breaks a rule (bad FTS syntax, unknown ranker)."""
 

@@ -289,7 +289,7 @@ MIGRATIONS: list[list[str | Callable[[sqlite3.Connection], None]]] = [
         "DROP INDEX idx_episodes_session_created",
         "CREATE INDEX idx_episodes_session_created ON episodes(session_id, created_at, id, expires_at)",
     ],
-    # "idempotency keys" (issue 31): a keyed write's answer, stored in the write's own transaction,
+    # Idempotency keys: a keyed write's answer, stored in the write's own transaction,
     # so a retry after a lost answer is answered from here instead of writing again. Keyed by the
     # caller too: one caller's key never answers another's request.
     [
@@ -303,6 +303,23 @@ MIGRATIONS: list[list[str | Callable[[sqlite3.Connection], None]]] = [
             expires_at TEXT NOT NULL,
             PRIMARY KEY (caller, key))""",
         "CREATE INDEX idx_idempotency_expiry ON idempotency_keys(expires_at)",
+    ],
+    # API keys as records, stored by the sha256 hash of the secret only
+    # (``domain.access``); ``scopes`` is a comma-separated list; a revoked key stays listed.
+    [
+        """CREATE TABLE api_keys (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            name TEXT NOT NULL,
+            key_hash TEXT NOT NULL UNIQUE,
+            scopes TEXT NOT NULL,
+            user_id TEXT,
+            agent_id TEXT,
+            expires_at TEXT,
+            rate_limit REAL,
+            global_read INTEGER NOT NULL DEFAULT 1,
+            created_at TEXT NOT NULL,
+            last_used_at TEXT,
+            revoked_at TEXT)""",
     ],
 ]
 

@@ -11,6 +11,7 @@ from litestar.params import Parameter
 from app.routes.deps import PathId, errors
 from app.schemas import wire
 from app.schemas_changes import EventOut, EventsOut, HistoryOut, history_out
+from app.auth import PRINCIPAL
 from domain import changes
 from domain.feed import EventService, HistoryService, check_actor
 from domain.limits import MAX_EVENT_WAIT, MAX_EVENTS, MAX_ID, MAX_LIMIT
@@ -26,7 +27,17 @@ async def set_actor(request: Request) -> None:
     """A before-request hook: the ``X-Actor`` header names who makes this request's changes.
     Read from the raw headers: ``request.headers`` would build a header map on every request."""
     raw = next((value for key, value in request.scope["headers"] if key == b"x-actor"), None)
-    changes.actor.set(check_actor(None if raw is None else raw.decode("latin-1")))
+    said = check_actor(None if raw is None else raw.decode("latin-1"))
+    # A request made with a stored key is recorded as that key's: its holder cannot write history in
+    # another's name; the X-Actor it names is kept after the key's id. The bootstrap admin key is the
+    # service's own operator (an orchestrator acting for its users): its X-Actor stands as given.
+    principal = request.scope.get("state", {}).get(PRINCIPAL)
+    if principal is not None and principal.authenticated:
+        if principal.key_id is not None:
+            said = principal.actor if said is None else f"{principal.actor} ({said})"
+        elif said is None:
+            said = principal.actor
+    changes.actor.set(said)
 
 
 class HistoryController(Controller):

@@ -10,7 +10,10 @@ from litestar.openapi.spec import Example
 from litestar.params import Parameter, QueryParameter
 
 from app.schemas import ErrorBody, wire_timestamp
-from domain.errors import Invalid
+from app.auth import request_services
+from domain.errors import Invalid, Unauthorized
+from domain.keys import KeyService
+from domain.scoped import Services
 from domain.feed import EventService, HistoryService
 
 from domain.context import ContextService
@@ -64,41 +67,52 @@ def dependencies(container) -> dict[str, Provide]:
     Litestar then skips parsing a signature model for them on every request (asking for
     ``state`` cost a measurable share of a fast request)."""
 
+    def allowed() -> Services:
+        # Set by app.auth for each request it let through; a route outside that door has no services.
+        services = request_services.get()
+        if services is None:
+            raise Unauthorized("this request passed no authentication")
+        return services
+
     def session_service() -> SessionService:
-        return container.sessions()
+        return allowed().sessions
 
     def episode_service() -> EpisodeService:
-        return container.episodes()
+        return allowed().episodes
 
     def entity_service() -> EntityService:
-        return container.entities()
+        return allowed().entities
 
     def summary_service() -> SummaryService:
-        return container.summaries()
+        return allowed().summaries
 
     def search_service() -> SearchService:
-        return container.search()
+        return allowed().search
 
     def context_service() -> ContextService:
-        return container.context()
+        return allowed().context
 
     def user_service() -> UserService:
-        return container.users()
+        return allowed().users
 
     def history_service() -> HistoryService:
-        return container.history()
+        return allowed().history
 
     def event_service() -> EventService:
-        return container.events()
+        return allowed().events
+
+    def key_service() -> KeyService:
+        return container.keys()
 
     return {fn.__name__: Provide(fn, sync_to_thread=False) for fn in (
         session_service, episode_service, entity_service, summary_service, search_service, context_service,
-        user_service, history_service, event_service)}
+        user_service, history_service, event_service, key_service)}
 
 
 ERROR_DESCRIPTIONS = {
     400: "Invalid request: malformed JSON, a wrong type, a missing field or a value out of range",
-    401: "MEMORY_API_KEY is set and the request has no valid 'Authorization: Bearer <key>' header",
+    401: "A key is configured and the request has no valid 'Authorization: Bearer <key>' header",
+    403: "The key does not allow this: a scope it lacks, or another owner's userId",
     404: "No such record",
     409: "Conflicts with an existing record",
     413: "The request body is larger than MAX_BODY_BYTES",
@@ -111,6 +125,8 @@ ERROR_EXAMPLES = {
     400: {"code": "validation_error", "message": f"limit: Expected `int` <= {MAX_LIMIT}", "field": "limit", "status": 400},
     401: {"code": "unauthorized", "message": "a valid 'Authorization: Bearer <MEMORY_API_KEY>' header is required",
           "field": None, "status": 401},
+    403: {"code": "forbidden", "message": "userId must be 'u1', the user this key is bound to", "field": "userId",
+          "status": 403},
     404: {"code": "not_found", "message": "session 42 does not exist", "field": None, "status": 404},
     409: {"code": "conflict", "message": "a session with externalId 'conv-1' exists", "field": "externalId",
           "status": 409},

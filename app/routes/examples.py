@@ -18,6 +18,7 @@ from app.schemas import (
     UpdateSession, UpsertEntity, UpsertRelationship,
 )
 from app.schemas_changes import UpdateEntity, UpdateEpisode, UpdateSummary
+from app.schemas_keys import CreateKey
 
 EXAMPLES: dict[type, dict[str, Any]] = {
     CreateSession: {"externalId": "conv-42", "metadata": {"user": "ana"}},
@@ -41,6 +42,8 @@ EXAMPLES: dict[type, dict[str, Any]] = {
                     "sources": ["episodes", "summaries"], "ranker": "weighted"},
     ContextRequest: {"query": "plan a weekend trip", "sessionId": 1, "tokenBudget": 2000, "recentEpisodes": 5,
                      "relevantLimit": 10},
+    CreateKey: {"name": "assistant for user-42", "userId": "user-42", "scopes": ["read", "write"],
+                "expiresAt": "2027-01-01T00:00:00Z", "rateLimit": 20},
 }
 
 
@@ -61,3 +64,4 @@ SearchRequestBody = Annotated[SearchRequest, _body(SearchRequest)]
 ContextRequestBody = Annotated[ContextRequest, _body(ContextRequest)]
 UpdateEntityBody = Annotated[UpdateEntity, _body(UpdateEntity)]
 UpdateSummaryBody = Annotated[UpdateSummary, _body(UpdateSummary)]
+CreateKeyBody = Annotated[CreateKey, _body(CreateKey)]
