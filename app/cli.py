@@ -165,8 +165,11 @@ def eval_(
     rankers: Annotated[Optional[str], typer.Option(help="comma-separated rankers (default: all, default first)")] = None,
     k: Annotated[str, typer.Option(help="comma-separated cut-offs")] = "5,10,20",
     json_out: Annotated[Optional[Path], typer.Option("--json", help="also write the table here as JSON")] = None,
+    min_score: Annotated[Optional[float], typer.Option(
+        "--min-score", min=0.0, max=1.0, help="relevance floor, 0-1 (default: each ranker's, as a search)")] = None,
 ) -> None:
-    """Evidence recall@k per ranker on conversations, in a throwaway store with the configured embedder."""
+    """Evidence recall@k, and LongMemEval's recall_all@k, recall_any@k and ndcg@k, per ranker on
+    conversations, in a throwaway store with the configured embedder."""
     from app.evaluation import as_json, evaluate, render
     from domain.errors import DomainError
 
@@ -183,7 +186,7 @@ def eval_(
         typer.echo(f"--json {json_out}: not a file path in an existing directory", err=True)
         raise typer.Exit(2)
     try:
-        run = asyncio.run(evaluate(settings, files, chosen, ks))
+        run = asyncio.run(evaluate(settings, files, chosen, ks, min_score))
     except DomainError as exc:
         typer.echo(f"eval failed: {exc.message}", err=True)
         raise typer.Exit(2) from None

@@ -24,7 +24,9 @@ from msgspec import Meta, field
 
 from app.plugins import ranker_options
 from domain.changes import DEFAULT_EVENT_RETENTION
+from domain.freshness import DEFAULT_MAX_JOBS, DEFAULT_MAX_SECONDS
 from domain.idempotency import DEFAULT_KEY_SECONDS
+from domain.reranking import DEFAULT_DEPTH as RERANK_DEPTH
 from domain.ranking import RankerConfig
 from domain.vectors import DEFAULT_DIMENSION
 
@@ -40,6 +42,7 @@ STORES = ("sqlite", "memory", "postgres")
 LOG_FORMATS = ("text", "json")
 LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
 SYNCHRONOUS = ("full", "normal")
+RERANK_APIS = ("tei", "openai")
 RANKER_OPTIONS = "RANKER_*"  # the env name of the one setting that is a family of variables
 
 
@@ -128,6 +131,20 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
         default=32, name="MAX_IN_FLIGHT")
     cors_origins: Annotated[tuple[str, ...], _doc("origins allowed from a browser")] = field(
         default=(), name="CORS_ORIGINS")
+    # Read your writes: a search first embeds up to this many waiting records of its scope, waiting
+    # at most READ_YOUR_WRITES_MS; either at 0 turns it off (the answer still counts `pending`).
+    read_your_writes_max: Annotated[int, _doc("waiting records a search embeds first", ge=0, le=4096)] = field(
+        default=DEFAULT_MAX_JOBS, name="READ_YOUR_WRITES_MAX")
+    read_your_writes_ms: Annotated[int, _doc("ms a search waits for them", ge=0, le=60_000)] = field(
+        default=int(DEFAULT_MAX_SECONDS * 1000), name="READ_YOUR_WRITES_MS")
+    # An optional reranker: a TEI or OpenAI-compatible /rerank server reorders each search's best hits.
+    reranker_url: Annotated[str, _doc("a /rerank server; unset: no reranker (or a plugin's)")] | None = field(
+        default=None, name="RERANKER_URL")
+    reranker_api: Annotated[Literal[RERANK_APIS], _doc("its wire format")] = field(default="tei", name="RERANKER_API")
+    reranker_model: Annotated[str, _doc("model name sent to OpenAI-compatible servers")] | None = field(
+        default=None, name="RERANKER_MODEL")
+    rerank_depth: Annotated[int, _doc("hits a reranker reorders", ge=1, le=200)] = field(
+        default=RERANK_DEPTH, name="RERANK_DEPTH")
     embedding_max_attempts: Annotated[int, _doc("failures before a dead letter", ge=1, le=1000)] = field(
         default=5, name="EMBEDDING_MAX_ATTEMPTS")
     health_interval: Annotated[float, _doc("seconds between health checks", ge=0.05)] = field(

@@ -40,6 +40,7 @@ from app.plugins import RankerRegistry, get_plugin_manager
 from domain.context import ContextService
 from domain.feed import EventService, HistoryService
 from domain.index_manager import IndexManager
+from domain.freshness import ReadYourWrites
 from domain.indexing import IndexingService
 from domain.keys import KeyService
 from domain.ranking import RankerConfig
@@ -130,6 +131,18 @@ def _ranker_config(s: Settings) -> RankerConfig:
         recency_weight=s.recency_weight, context_weight=s.context_weight, time_weight=s.time_weight,
         options=dict(s.ranker_options),
     )
+
+
+def _reranker(settings: Settings, client, manager):
+    """The configured ``RERANKER_URL`` server, else the first plugin's reranker, else none. A
+    search waits for it at most ``QUERY_TIMEOUT`` (or ``EMBEDDING_TIMEOUT`` when shorter)."""
+    if settings.reranker_url:
+        from adapters.rerankers.http import QUERY_TIMEOUT, HttpReranker
+
+        timeout = min(settings.embedding_timeout, QUERY_TIMEOUT)
+        return HttpReranker(settings.reranker_url, settings.reranker_api, client, settings.reranker_model,
+                            timeout=timeout)
+    return manager.hook.nexusai_memory_reranker(options=dict(settings.ranker_options))
 
 
 def _setting(name: str):
@@ -278,9 +291,15 @@ class Container(containers.DeclarativeContainer):
     # The app's metrics: SearchService gets their leg observer when it is built (a hook wired
     # here), and the embed counters are read from ``indexing``.
     metrics = providers.Singleton(_service_metrics, indexing)
+    fresh = providers.Singleton(
+        ReadYourWrites, store, indexing, providers.Callable(_setting("read_your_writes_max"), settings),
+        providers.Callable(lambda s: s.read_your_writes_ms / 1000, settings),
+    )
+    reranker = providers.Singleton(_reranker, settings, http_client, plugin_manager)
     search = providers.Singleton(
         SearchService, store, index_manager, embedder, rankers,
         providers.Callable(_setting("default_ranker"), settings), observe_leg=metrics.provided.observe_leg,
+        fresh=fresh, reranker=reranker, rerank_depth=providers.Callable(_setting("rerank_depth"), settings),
     )
     context = providers.Singleton(ContextService, store, search)
     history = providers.Singleton(HistoryService, store)

@@ -18,8 +18,8 @@ from pathlib import Path
 from app.config import Settings
 from app.container import build_container, opened
 from domain.errors import Invalid
-from domain.evaluating import DEFAULT_KS, EvaluationService, Loaded, RankerReport
-from domain.evaluation import Conversation, parse_jsonl, parse_locomo
+from domain.eval_conversations import Conversation, parse_jsonl, parse_locomo
+from domain.eval_scoring import DEFAULT_KS, EvaluationService, Loaded, RankerReport
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,12 +89,13 @@ def ranker_names(settings: Settings, rankers: Sequence[str] | None) -> list[str]
 
 
 async def evaluate(settings: Settings, paths: Sequence[Path], rankers: Sequence[str] | None,
-                   ks: Sequence[int] = DEFAULT_KS) -> EvaluationRun:
-    """Recall@k of ``rankers`` (default: every registered one, the default ranker first)."""
+                   ks: Sequence[int] = DEFAULT_KS, min_score: float | None = None) -> EvaluationRun:
+    """The metrics at each k of ``rankers`` (default: every registered one, the default ranker
+    first); ``min_score`` as in a search (default: each ranker's relevance floor)."""
     conversations = [read_conversation(path) for path in paths]
     names = ranker_names(settings, rankers)
     async with prepared(settings, conversations) as ready:
-        reports = await ready.service.score(ready.loaded, names, ks)
+        reports = await ready.service.score(ready.loaded, names, ks, min_score)
     return EvaluationRun(conversations, reports, settings.default_ranker, _embedder_label(settings), ready.load_seconds)
 
 
@@ -123,6 +124,9 @@ def render(run: EvaluationRun, ks: Sequence[int] = DEFAULT_KS) -> str:
     for report in run.reports:
         cells = "".join(f"{report.overall.mean(k):>7.3f}" for k in ks)
         lines.append(f"{report.ranker:<24}{cells}  {report.spread(at):>9.3f}  {report.overall.questions}")
+        for metric in ("recall_all", "recall_any", "ndcg"):  # LongMemEval's, to compare with published figures
+            cells = "".join(f"{report.overall.mean(k, metric):>7.3f}" for k in ks)
+            lines.append(f"  {metric:<22}{cells}")
         if report.degraded:
             lines.append(f"  WARNING: {report.degraded} searches answered by the keyword leg alone: {report.warning}")
         for name, score in sorted(report.categories.items()):

@@ -196,11 +196,14 @@ def build_server(container: Container, wrote: Callable[[], None] = lambda: None)
     async def search(query: Query, session: ExternalId | None = None, limit: Annotated[int, Field(ge=1, le=MAX_SEARCH_LIMIT)] = 10,
                      sources: Annotated[list[SourceName], Field(min_length=1, max_length=MAX_SOURCES)] | None = None,
                      ranker: Name | None = None, user_id: Name | None = None, agent_id: Name | None = None,
-                     metadata: Metadata = None, min_score: float | None = None) -> Result:
+                     metadata: Metadata = None,
+                     min_score: Annotated[float, Field(ge=0.0, le=1.0)] | None = None) -> Result:
         """Hybrid search (meaning + keywords) over episodes, entities and summaries, within one
         conversation `session`, across every session of `user_id` / `agent_id`, or across all;
         `metadata` keeps records whose metadata matches ({key: value | {"in": [...]} |
-        {"gte": x, "lte": y} | {"exists": bool}}); `min_score` drops weaker hits. Best first."""
+        {"gte": x, "lte": y} | {"exists": bool}}); `min_score` (0-1, each hit's `relevance` scale;
+        default the ranker's floor, 0 keeps every hit) drops weaker hits. Best first; `pending`
+        counts records still waiting for their embedding."""
         session_id = (await session_named(session)).id if session else None
         result = await svc().search.search(SearchQuery(
             query, limit, session_id, tuple(sources or ["episodes"]), ranker, owner=Owner(user_id, agent_id),

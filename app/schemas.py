@@ -156,7 +156,9 @@ class SearchRequest(Body):
     user_id: Name | None = None
     agent_id: Name | None = None
     filter: SearchFilter | None = None
-    min_score: float | None = None
+    # On the 0-1 relevance scale (domain.relevance); unset: the ranker's floor, 0: every hit.
+    min_score: Annotated[float, msgspec.Meta(ge=0.0, le=1.0)] | None = None
+    read_your_writes: bool = True
 
     def __post_init__(self) -> None:
         self.since, self.until = _utc(self.since, "since"), _utc(self.until, "until")
@@ -284,6 +286,7 @@ class SearchHitOut(Camel):
     source: str
     id: int
     score: float
+    relevance: float
     vector: LegOut | None
     keyword: LegOut | None
     episode: EpisodeOut | None = None
@@ -296,22 +299,29 @@ class SearchOut(Camel):
     degraded: bool
     warnings: list[str]
     hits: list[SearchHitOut]
+    pending: int = 0
+    min_score: float = 0.0
 
 
 class ScoredEpisode(Camel):
     episode: EpisodeOut
     score: float
+    relevance: float = 0.0
 
 
 class ScoredSummary(Camel):
     summary: SummaryOut
     score: float
+    relevance: float = 0.0
 
 
 class OmittedOut(Camel):
     kind: str
     id: int
     tokens: int
+    role: str  # relevant | recent | neighbour | mentioned
+    reason: str  # budget | relevantLimit
+    relevance: float | None = None
 
 
 class ContextOut(Camel):
@@ -327,6 +337,8 @@ class ContextOut(Camel):
     omitted: list[OmittedOut]
     degraded: bool
     warnings: list[str]
+    neighbour_episodes: list[EpisodeOut] = msgspec.field(default_factory=list)
+    pending: int = 0
 
 
 class RankerOut(Camel):
@@ -371,9 +383,11 @@ def search_out(result: SearchResult) -> SearchOut:
     hits = []
     for h in result.hits:
         field, out = _HIT_FIELD[type(h.item)]
-        hits.append(SearchHitOut(source=h.source, id=h.item.id, score=h.score, vector=wire(h.vector, LegOut | None),
-                                 keyword=wire(h.keyword, LegOut | None), **{field: wire(h.item, out)}))
-    return SearchOut(ranker=result.ranker, degraded=result.degraded, warnings=result.warnings, hits=hits)
+        hits.append(SearchHitOut(source=h.source, id=h.item.id, score=h.score, relevance=round(h.relevance, 4),
+                                 vector=wire(h.vector, LegOut | None), keyword=wire(h.keyword, LegOut | None),
+                                 **{field: wire(h.item, out)}))
+    return SearchOut(ranker=result.ranker, degraded=result.degraded, warnings=result.warnings, hits=hits,
+                     pending=result.pending, min_score=result.floor)
 
 
 def context_out(c: ContextPackage) -> ContextOut:
@@ -381,8 +395,12 @@ def context_out(c: ContextPackage) -> ContextOut:
     return ContextOut(
         session_id=c.session_id, query=c.query, token_budget=c.token_budget, tokens_used=c.tokens_used,
         recent_episodes=wire(c.recent_episodes, list[EpisodeOut]),
-        relevant_episodes=[ScoredEpisode(episode=wire(e, EpisodeOut), score=s) for e, s in c.relevant_episodes],
-        summaries=[ScoredSummary(summary=wire(x, SummaryOut), score=s) for x, s in c.summaries],
+        relevant_episodes=[ScoredEpisode(episode=wire(e, EpisodeOut), score=s,
+                                         relevance=round(c.relevance.get(("episode", e.id), 0.0), 4))
+                           for e, s in c.relevant_episodes],
+        summaries=[ScoredSummary(summary=wire(x, SummaryOut), score=s,
+                                 relevance=round(c.relevance.get(("summary", x.id), 0.0), 4)) for x, s in c.summaries],
         entities=wire(c.entities, list[EntityOut]), relationships=wire(c.relationships, list[RelationshipOut]),
         omitted=wire(c.omitted, list[OmittedOut]), degraded=c.degraded, warnings=c.warnings,
+        neighbour_episodes=wire(c.neighbour_episodes, list[EpisodeOut]), pending=c.pending,
     )

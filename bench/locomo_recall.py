@@ -30,10 +30,12 @@ sys.path.insert(0, str(ROOT))
 
 from app import evaluation  # noqa: E402
 from app.config import Settings  # noqa: E402
-from domain.evaluation import Conversation, DatedSession  # noqa: E402
+from domain.eval_conversations import Conversation, DatedSession  # noqa: E402
 from domain.models import Episode  # noqa: E402
 
-DEFAULT_DATA = ROOT.parent / "shared" / "eval" / "locomo-dev"
+# ../shared beside the checkout, or beside the folder of worktrees a checkout may sit in.
+_PLACES = [base / "shared" / "eval" / "locomo-dev" for base in (ROOT.parent, ROOT.parent.parent)]
+DEFAULT_DATA = next((place for place in _PLACES if place.exists()), _PLACES[0])
 DIMENSIONS = {"all-MiniLM-L6-v2": 384, "all-mpnet-base-v2": 768}
 
 
@@ -59,6 +61,8 @@ def main() -> None:
     parser.add_argument("--no-captions", action="store_true")
     parser.add_argument("--no-labels", action="store_true")
     parser.add_argument("--json", type=Path, default=None, help="also write the table here")
+    parser.add_argument("--min-score", type=float, default=None,
+                        help="relevance floor, 0-1 (default: each ranker's, as a search; 0: none)")
     parser.add_argument("--no-keyword-budget", action="store_true",
                         help="rank every keyword match (domain.keywords.MATCH_BUDGET off): the before of the budget")
     args = parser.parse_args()
@@ -86,7 +90,7 @@ def main() -> None:
         for group in groups:
             if server is not None:  # an empty database for each store
                 settings = settings.with_overrides(store="postgres", database_url=server.new_database())
-            runs.append(asyncio.run(evaluation.evaluate(settings, group, rankers)))
+            runs.append(asyncio.run(evaluation.evaluate(settings, group, rankers, min_score=args.min_score)))
     finally:
         if server is not None:
             server.stop()

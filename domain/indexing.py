@@ -113,6 +113,17 @@ class IndexingService:
             log.info("embedding recovered; backlog draining")
         return result
 
+    async def index_now(self, collection: str, jobs: Sequence[OutboxJob]) -> int:
+        """Embed and index the records of these upsert jobs at once, outside the worker's passes
+        (a search reading its own writes); returns how many jobs completed. A failure leaves the
+        jobs as they were, to the worker's retries and backoff: the caller is a query, and must not
+        decide that a record is poison."""
+        if not jobs:
+            return 0
+        result = PassResult()
+        error = await self._attempt(result, collection, jobs)
+        return 0 if error is not None else result.done
+
     async def _step(self, result: PassResult, jobs: Sequence[OutboxJob], action) -> None:
         try:
             embedded = await action()

@@ -39,3 +39,23 @@ class Backlog:
     last_error: str | None
     failing: int = 0
     dead: int = 0  # dead-lettered jobs, not counted in ``pending``
+
+
+@dataclass(frozen=True, slots=True)
+class OutboxScope:
+    """The records a search reads: one session, and/or the sessions of a user / agent; empty: all.
+
+    Entities belong to no session or agent: only ``user_id`` narrows them."""
+
+    session_id: int | None = None
+    user_id: str | None = None
+    agent_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ScopePending:
+    """The live upsert jobs of records in a scope: the oldest ``jobs`` (as many as asked for) and
+    how many there are in all."""
+
+    jobs: list[OutboxJob]
+    total: int

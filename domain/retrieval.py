@@ -22,18 +22,31 @@ from domain.models import Entity, Episode, Summary, parse_timestamp
 from domain.ranking import MAX_CONTEXT_WINDOW, SOURCES, Candidate, Context, Key, LegHit, RankingRequest
 from domain.services import check_limit, check_owner, check_session_owner, check_text
 from domain.filters import MetadataFilter
+from domain.freshness import ReadYourWrites
+from domain.outbox import OutboxScope
 from domain.models import Owner
 from domain.vectors import VectorFilter, index_part
 from ports.embedder import Embedder
 from domain.record_kinds import EPISODES, KINDS
+from domain.reranking import DEFAULT_DEPTH, reranked
+from domain.relevance import DEFAULT_FLOOR, cosine, cosine_scale, relevance_of
 from ports.store import Store
 from ports.ranker import Ranker
+from ports.reranker import Reranker
 from ports.vector_index import VectorIndex
 
 MIN_DEPTH = 50
+FLOOR_DEPTH = 2  # the ranker is asked for this many times the limit, for hits below the floor to leave room
 # Context is loaded around the candidates either leg ranks this high: a hit deeper in both legs is
 # too weak to lift its neighbours into an answer, and loading around all of them doubled the cost.
 CONTEXT_DEPTH = 20
+
+
+def ranker_floor(ranker: Ranker) -> float:
+    """The relevance below which a ranker's hits are not returned by default: its own
+    ``relevance_floor`` when it declares one (a plugin may), else ``DEFAULT_FLOOR``."""
+    floor = getattr(ranker, "relevance_floor", None)
+    return DEFAULT_FLOOR if floor is None else min(1.0, max(0.0, float(floor)))
 
 
 class RankerLookup(Protocol):
@@ -55,6 +68,8 @@ class SearchHit:
     score: float
     vector: LegInfo | None
     keyword: LegInfo | None
+    relevance: float = 0.0
+    """0–1 on the fixed scale of ``domain.relevance``; ``score`` is the ranker's, for ordering."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +78,10 @@ class SearchResult:
     ranker: str
     degraded: bool
     warnings: list[str] = field(default_factory=list)
+    pending: int = 0
+    """Records of the searched scope still waiting for their embedding: found by keywords only."""
+    floor: float = 0.0
+    """The relevance below which hits were left out."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,7 +97,10 @@ class SearchQuery:
     """Search every session of this user / agent (and their entities: ``user_id`` only)."""
     metadata: MetadataFilter = MetadataFilter()
     min_score: float | None = None
-    """Hits whose fused score is below this are dropped (the scale is the ranker's)."""
+    """Hits whose relevance (0–1, ``domain.relevance``) is below this are dropped; ``None``: the
+    ranker's ``relevance_floor`` (``DEFAULT_FLOOR`` when it declares none); 0 keeps every hit."""
+    read_your_writes: bool = True
+    """Embed the scope's waiting records before searching (when the service is set up to)."""
 
 
 # When part of a metadata filter cannot run inside the vector index, the vector leg fetches this
@@ -90,6 +112,7 @@ class SearchService:
     def __init__(
         self, store: Store, index: VectorIndex, embedder: Embedder, rankers: RankerLookup,
         default_ranker: str, observe_leg: Callable[[str, float], None] | None = None,
+        fresh: ReadYourWrites | None = None, reranker: Reranker | None = None, rerank_depth: int = DEFAULT_DEPTH,
     ) -> None:
         self._store = store
         self._index = index
@@ -101,6 +124,12 @@ class SearchService:
         # Called with ("vector" | "keyword", seconds) after each leg: the composition root hands
         # the metrics' observer in here when it builds the service.
         self.observe_leg = observe_leg
+        # Embeds the searched scope's waiting records first and counts what still waits (``pending``);
+        # None: neither (a store with no outbox to read, or a caller that does not want it).
+        self.fresh = fresh
+        # Optional: reorders the ranker's first ``rerank_depth`` hits (``domain.reranking``).
+        self.reranker = reranker
+        self.rerank_depth = max(1, rerank_depth)
 
     async def search(self, q: SearchQuery) -> SearchResult:
         check_text(q.query, "query", maximum=MAX_QUERY)
@@ -112,8 +141,8 @@ class SearchService:
         if q.since and q.until and q.since > q.until:
             raise Invalid("since must not be after until", field="since")
         check_owner(q.owner)
-        if q.min_score is not None and not math.isfinite(q.min_score):
-            raise Invalid("minScore must be a finite number", field="minScore")
+        if q.min_score is not None and not (math.isfinite(q.min_score) and 0.0 <= q.min_score <= 1.0):
+            raise Invalid("minScore must be between 0 and 1 (the relevance scale)", field="minScore")
         if q.session_id is not None:
             session = await self._store.sessions.get(q.session_id)
             if session is None:
@@ -122,7 +151,7 @@ class SearchService:
         ranker = self._rankers.get(q.ranker or self._default)
         depth = max(MIN_DEPTH, q.limit * 3)
         inside, outside = index_part(q.metadata)
-        (vector_hits, query_vector, warnings), keyword_hits = await asyncio.gather(
+        (vector_hits, query_vector, warnings, pending), keyword_hits = await asyncio.gather(
             self._timed("vector", self._vector_leg(q, sources, depth * (OVERFETCH if outside else 1), inside)),
             self._timed("keyword", self._keyword_leg(q, sources, depth)),
         )
@@ -137,18 +166,37 @@ class SearchService:
             neighbours = await self._with_neighbours(candidates, near_top, window, q.since, q.until, q.metadata)
         if ranker.needs_vectors and candidates and query_vector is not None:
             candidates = await self._with_vectors(candidates)
+        # Ranked deeper than the limit: a hit below the relevance floor leaves its place to the next
+        # one above it, and a hit a reranker lifts can come from below the cut.
+        depth = q.limit * FLOOR_DEPTH
+        depth = depth if self.reranker is None else max(depth, self.rerank_depth)
         request = RankingRequest(
             query=q.query, query_vector=query_vector, vector_hits=vector_hits, keyword_hits=keyword_hits,
-            candidates=candidates, limit=q.limit, now=datetime.now(UTC), neighbours=neighbours,
+            candidates=candidates, limit=depth, now=datetime.now(UTC), neighbours=neighbours,
         )
         vec = {h.key: LegInfo(h.rank, h.score) for h in vector_hits}
         kw = {h.key: LegInfo(h.rank, h.score) for h in keyword_hits}
+        ranked = [hit for hit in ranker.rank(request) if hit.key in candidates][:depth]
+        degraded = bool(warnings)  # the vector leg's trouble; a reranker's is a warning only
+        if self.reranker is not None:
+            ranked, trouble = await reranked(
+                self.reranker, q.query, ranked, {h.key: getattr(candidates[h.key].item, "text", "") for h in ranked})
+            warnings = warnings + [trouble] if trouble else warnings
+        # The anchors' relevance too: a neighbour a ranker lifted inherits a share of it.
+        judged = {hit.key for hit in ranked} | neighbours.keys()
+        relevance = relevance_of(
+            q.query, {key: getattr(candidates[key].item, "text", "") for key in judged},
+            await self._cosines(judged, vec, query_vector),
+            {key: (*around.before, *around.after) for key, around in neighbours.items()},
+            cosine_scale(self._embedder.model),
+        )
+        floor = q.min_score if q.min_score is not None else ranker_floor(ranker)
         hits = [
-            SearchHit(hit.key[0], candidates[hit.key].item, hit.score, vec.get(hit.key), kw.get(hit.key))
-            for hit in ranker.rank(request)
-            if hit.key in candidates and (q.min_score is None or hit.score >= q.min_score)
+            SearchHit(hit.key[0], candidates[hit.key].item, hit.score, vec.get(hit.key), kw.get(hit.key),
+                      relevance[hit.key])
+            for hit in ranked if _kept_at(relevance[hit.key], floor)
         ][: q.limit]
-        return SearchResult(hits, ranker.name, bool(warnings), warnings)
+        return SearchResult(hits, ranker.name, degraded, warnings, pending, floor)
 
     async def _timed(self, leg: str, work: Awaitable):
         started = time.perf_counter()
@@ -164,10 +212,13 @@ class SearchService:
                 self.observe_leg(leg, seconds)
 
     async def _vector_leg(self, q: SearchQuery, sources, depth: int, metadata: tuple = ()):
+        # The scope's waiting records are embedded while the query is, and searched after both.
+        catching_up = asyncio.ensure_future(self._catch_up(q, sources))
         try:
             vectors = await self._embedder.embed([q.query])
         except DomainError as exc:
-            return [], None, [f"embedder unavailable, keyword results only: {exc.message}"]
+            return [], None, [f"embedder unavailable, keyword results only: {exc.message}"], await catching_up
+        pending = await catching_up
         query_vector = tuple(vectors[0])
         scored: list[tuple[float, Key]] = []
         warnings: list[str] = []
@@ -184,7 +235,13 @@ class SearchService:
             scored.extend((hit.score, (source, hit.id)) for hit in found)
         scored.sort(key=lambda s: (-s[0], s[1]))
         hits = [LegHit(key, score, rank) for rank, (score, key) in enumerate(scored, start=1)]
-        return hits, query_vector, warnings
+        return hits, query_vector, warnings, pending
+
+    async def _catch_up(self, q: SearchQuery, sources) -> int:
+        if self.fresh is None:
+            return 0
+        scope = OutboxScope(q.session_id, q.owner.user_id, q.owner.agent_id)
+        return await self.fresh.catch_up(sources, scope, embed=q.read_your_writes)
 
     async def _keyword_leg(self, q: SearchQuery, sources, depth: int) -> list[LegHit]:
         query = recall_query(q.query)
@@ -236,6 +293,23 @@ class SearchService:
             context[(EPISODES.name, episode_id)] = Context(before=before, after=after)
         return context
 
+    async def _cosines(self, keys: set[Key], vec: dict[Key, LegInfo], query_vector) -> dict[Key, float]:
+        """The query's cosine with each of ``keys``: the vector leg's score where it ranked the
+        record, else from the stored vector (none when the index cannot say)."""
+        cosines = {key: vec[key].score for key in keys if key in vec}
+        missing: dict[str, list[int]] = {}
+        for source, item_id in keys - cosines.keys():
+            missing.setdefault(source, []).append(item_id)
+        if query_vector is None:
+            return cosines
+        for source, ids in missing.items():
+            try:
+                stored = await self._index.retrieve_vectors(source, ids)
+            except DomainError:
+                continue
+            cosines.update({(source, item_id): cosine(query_vector, v) for item_id, v in stored.items()})
+        return cosines
+
     async def _with_vectors(self, candidates: dict[Key, Candidate]) -> dict[Key, Candidate]:
         by_source: dict[str, list[int]] = {}
         for source, item_id in candidates:
@@ -250,6 +324,11 @@ class SearchService:
                 c = candidates[(source, item_id)]
                 out[c.key] = Candidate(c.key, c.item, c.created_at, tuple(vector))
         return out
+
+
+def _kept_at(relevance: float, floor: float) -> bool:
+    """A hit with no evidence at all (relevance 0) is kept only when the caller asks for every hit."""
+    return floor == 0.0 or (relevance >= floor and relevance > 0.0)
 
 
 def _kept(leg: Sequence[LegHit], candidates: dict[Key, Candidate]) -> list[LegHit]:

@@ -276,6 +276,7 @@ class ScopedContext(_Scoped, ContextService):
         return replace(
             package, recent_episodes=[e for e in package.recent_episodes if sees(e)],
             relevant_episodes=[(e, s) for e, s in package.relevant_episodes if sees(e)],
+            neighbour_episodes=[e for e in package.neighbour_episodes if sees(e)],
             summaries=[(m, s) for m, s in package.summaries if sees(m)],
             entities=[e for e in package.entities if sees(e)],
             relationships=[r for r in package.relationships if sees(r)])

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Protocol
 
-from domain.outbox import CLAIM_LEASE, Backlog, JobOp, OutboxJob  # noqa: F401  (CLAIM_LEASE: named in claim)
+from domain.outbox import CLAIM_LEASE, Backlog, JobOp, OutboxJob, OutboxScope, ScopePending  # noqa: F401  (CLAIM_LEASE: named in claim)
 from domain.record_kinds import Source
 
 
@@ -52,6 +52,12 @@ class EmbeddingOutbox(Protocol):
 
     async def backlog(self) -> Backlog:
         """Live jobs (pending, failing, oldest, last error) and the number of dead ones."""
+        ...
+
+    async def pending_in_scope(self, collection: Source, scope: OutboxScope, limit: int) -> ScopePending:
+        """The live (not dead) ``upsert`` jobs of ``collection`` whose record exists and lies in
+        ``scope``, due or not, oldest first, at most ``limit`` of them (0: none), with the count of
+        all such jobs. A search uses it to embed what it is about to read (read your writes)."""
         ...
 
 

@@ -24,6 +24,12 @@ class Ranker(Protocol):
     conversations) is on its candidate. It costs two index seeks per such candidate; the service
     caps the window at ``MAX_CONTEXT_WINDOW``.
 
+    ``relevance_floor`` (optional, default ``domain.relevance.DEFAULT_FLOOR``, 0.2) is the
+    relevance, on the fixed 0–1 scale every hit carries, below which this ranker's hits are left
+    out when a request gives no ``minScore``. The built-in rankers use the default: relevance is
+    read from the hit's own evidence (cosine, words, neighbourhood), not from the ranker's score,
+    so one floor means the same for all of them.
+
     Plugins may implement this by duck typing (any object with these attributes and method); the
     hits they return need only ``key`` and ``score`` attributes.
     """

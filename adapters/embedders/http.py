@@ -63,6 +63,7 @@ async def post_json(
     body: object,
     *,
     headers: dict[str, str] | None = None,
+    timeout: float | None = None,
 ) -> JsonAnswer:
     """POST ``body`` as JSON; raises ``EmbeddingError`` only when no response arrived. No error
     text ever repeats a header value sent (an API key) or anything shaped like a credential."""
@@ -72,7 +73,9 @@ async def post_json(
         if token:
             secrets += (token,)
     try:
-        response = await client.post(url, json=body, headers=headers)
+        # ``timeout``: a caller on a query path waits less than the client's default allows.
+        response = await client.post(url, json=body, headers=headers,
+                                     timeout=httpx.USE_CLIENT_DEFAULT if timeout is None else timeout)
     except httpx.TimeoutException as error:
         raise EmbeddingError(
             f"{url}: timed out after {_timeout_of(client)} ({type(error).__name__})"

@@ -8,7 +8,7 @@ from datetime import datetime
 
 from adapters.memory.state import MemoryState
 from domain.models import format_timestamp, utc_now
-from domain.outbox import CLAIM_LEASE, Backlog, JobOp, OutboxJob
+from domain.outbox import CLAIM_LEASE, Backlog, JobOp, OutboxJob, OutboxScope, ScopePending
 from domain.record_kinds import KINDS, Source
 
 
@@ -68,6 +68,21 @@ class MemoryOutbox:
         return Backlog(len(jobs), min((j.created_at for j in jobs), default=None),
                        errors[-1] if errors else None, sum(1 for j in jobs if j.attempts > 0),
                        len(everything) - len(jobs))
+
+    async def pending_in_scope(self, collection: Source, scope: OutboxScope, limit: int) -> ScopePending:
+        kind = KINDS[collection]
+        records = getattr(self._s, kind.name)
+
+        def in_scope(job: OutboxJob) -> bool:
+            record = records.get(job.ref_id)
+            if job.collection != collection or job.op != "upsert" or job.dead_at is not None or record is None:
+                return False
+            return ((scope.session_id is None or not kind.in_sessions or record.session_id == scope.session_id)
+                    and (scope.user_id is None or record.user_id == scope.user_id)
+                    and (scope.agent_id is None or not kind.in_sessions or record.agent_id == scope.agent_id))
+
+        jobs = [job for _id, job in sorted(self._s.outbox.items()) if in_scope(job)]
+        return ScopePending(jobs[:max(limit, 0)], len(jobs))
 
 
 class OutboxTx:

@@ -9,7 +9,7 @@ from adapters.sqlite import rows
 from adapters.sqlite.driver import sqlite3
 from adapters.sqlite.reads import Reads, Writes, in_list
 from domain.models import format_timestamp, utc_now
-from domain.outbox import CLAIM_LEASE, Backlog, JobOp, OutboxJob
+from domain.outbox import CLAIM_LEASE, Backlog, JobOp, OutboxJob, OutboxScope, ScopePending
 from domain.record_kinds import KINDS, Source
 
 
@@ -86,6 +86,30 @@ class SqliteOutbox(Reads):
                 "SELECT last_error FROM embedding_outbox WHERE last_error IS NOT NULL ORDER BY id DESC LIMIT 1"
             ).fetchone()
             return Backlog(pending, oldest, last[0] if last else None, failing or 0, dead or 0)
+
+        return await self._db.read(op)
+
+    async def pending_in_scope(self, collection: Source, scope: OutboxScope, limit: int) -> ScopePending:
+        kind = KINDS[collection]
+        where, params = ["o.collection = ?", "o.op = 'upsert'", "o.dead_at IS NULL"], [collection]
+        if scope.session_id is not None and kind.in_sessions:
+            where.append("r.session_id = ?")
+            params.append(scope.session_id)
+        if scope.user_id is not None:
+            where.append("r.user_id = ?")
+            params.append(scope.user_id)
+        if scope.agent_id is not None and kind.in_sessions:
+            where.append("r.agent_id = ?")
+            params.append(scope.agent_id)
+        # The record's own table bounds the scope: a job whose record is gone is not pending here.
+        body = f" FROM embedding_outbox o JOIN {kind.name} r ON r.id = o.ref_id WHERE {' AND '.join(where)}"
+
+        def op(conn: sqlite3.Connection) -> ScopePending:
+            total = conn.execute("SELECT count(*)" + body, params).fetchone()[0]
+            if not total or limit <= 0:
+                return ScopePending([], total)
+            found = conn.execute("SELECT o.*" + body + " ORDER BY o.id LIMIT ?+0", [*params, limit]).fetchall()
+            return ScopePending([rows.job_of(r) for r in found], total)
 
         return await self._db.read(op)
 

@@ -25,20 +25,29 @@ class RetrievalController(Controller):
               'rank and score. With the embedder or vector index down the answer comes from the keyword '
               'leg with `degraded: true`. `userId` / `agentId` search every session of that user / agent '
               '(with `sessionId` too, the session must be theirs); `filter.metadata` keeps records whose '
-              'metadata matches (both legs); `minScore` drops hits whose fused score is lower (the scale '
-              "is the ranker's, see the README)."
+              "metadata matches (both legs). Each hit has a `relevance` on a fixed 0-1 scale, the same for "
+              "every ranker and query (`score` is the ranker's own, for ordering); hits below `minScore` "
+              "(default: the ranker's floor, echoed as `minScore` in the answer; 0 keeps every hit) are "
+              "left out. Records of the searched scope still waiting for their embedding are embedded "
+              "first, within a bound (`readYourWrites: false` skips that); `pending` counts those still "
+              "waiting, which only the keyword leg can find."
           ), status_code=200)
     async def search(self, data: SearchRequestBody, search_service: SearchService) -> SearchOut:
         query = SearchQuery(data.query, data.limit, data.session_id, tuple(data.sources), data.ranker,
                             data.since, data.until, Owner(data.user_id, data.agent_id),
-                            parse_filter(msgspec.to_builtins(data.filter)), data.min_score)
+                            parse_filter(msgspec.to_builtins(data.filter)), data.min_score,
+                            data.read_your_writes)
         return search_out(await search_service.search(query))
 
     @post("/context", summary="The context package for a prompt, cut to a token budget",
           responses=errors(400, 404, 413),
           description=(
-              'Recent episodes of the session, the most relevant older ones, matching summaries and the '
-              'entities they mention with their relationships, deduplicated and cut to `tokenBudget`. '
+              'The most relevant episodes and summaries (at or above the search relevance floor), the turns '
+              'next to those episodes (`neighbourEpisodes`), the recent episodes of the session and the '
+              'entities they mention with their relationships, deduplicated and cut to `tokenBudget`: '
+              'relevant items are admitted first (best first), then recent ones, then neighbours, then '
+              'entities; what is kept is listed in time order, and what did not fit is in `omitted` with its '
+              '`role` and `reason`. `pending` counts records still waiting for their embedding. '
               'With `userId` / `agentId` the relevant memory spans all their sessions (`sessionId` is then '
               'optional and gives the recent episodes). '
               'Relationships are those valid at `asOf` (default now).'

@@ -316,11 +316,11 @@ def delete_summary(*, summary_id: int) -> Call[None]:
 def search(*, query: str, limit: int, session_id: int | None, sources: Sequence[Source], ranker: str | None,
            since: datetime | None, until: datetime | None, user_id: str | None = None,
            agent_id: str | None = None, metadata: Meta | None = None,
-           min_score: float | None = None) -> Call[SearchResult]:
+           min_score: float | None = None, read_your_writes: bool = True) -> Call[SearchResult]:
     return Call("POST", "/search", SearchResult, body=_body(
         query=query, limit=limit, session_id=session_id, sources=list(sources), ranker=ranker, since=since,
         until=until, user_id=user_id, agent_id=agent_id, filter={"metadata": metadata} if metadata else None,
-        min_score=min_score), read_only=True)
+        min_score=min_score, read_your_writes=None if read_your_writes else False), read_only=True)
 
 
 def context(*, query: str, session_id: int | None, token_budget: int, recent_episodes: int, relevant_limit: int,

@@ -184,6 +184,9 @@ class Leg(Wire):
 
 
 class SearchHit(Wire):
+    """``relevance``: 0-1 on a fixed scale, the same for every ranker and query (what
+    ``min_score`` compares with); ``score``: the ranker's own, which orders the hits."""
+
     source: str
     id: int
     score: float
@@ -192,29 +195,43 @@ class SearchHit(Wire):
     episode: Episode | None = None
     entity: Entity | None = None
     summary: Summary | None = None
+    relevance: float = 0.0
 
 
 class SearchResult(Wire):
+    """``pending``: records of the searched scope still waiting for their embedding (only their
+    keywords can be found); ``min_score``: the relevance floor the hits were cut at."""
+
     ranker: str
     degraded: bool
     warnings: list[str]
     hits: list[SearchHit]
+    pending: int = 0
+    min_score: float = 0.0
 
 
 class ScoredEpisode(Wire):
     episode: Episode
     score: float
+    relevance: float = 0.0
 
 
 class ScoredSummary(Wire):
     summary: Summary
     score: float
+    relevance: float = 0.0
 
 
 class Omitted(Wire):
+    """``role``: why it was a candidate (relevant, recent, neighbour, mentioned); ``reason``: why
+    it is left out (budget, relevantLimit)."""
+
     kind: str
     id: int
     tokens: int
+    role: str = "relevant"
+    reason: str = "budget"
+    relevance: float | None = None
 
 
 class ContextPackage(Wire):
@@ -230,6 +247,8 @@ class ContextPackage(Wire):
     omitted: list[Omitted]
     degraded: bool
     warnings: list[str]
+    neighbour_episodes: list[Episode] = msgspec.field(default_factory=list)
+    pending: int = 0
 
 
 class Ranker(Wire):

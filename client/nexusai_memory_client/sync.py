@@ -215,12 +215,14 @@ class MemoryClient:
     def search(self, *, query: str, limit: int = 10, session_id: int | None = None,
                sources: Sequence[Source] = ("episodes",), ranker: str | None = None, since: datetime | None = None,
                until: datetime | None = None, user_id: str | None = None, agent_id: str | None = None,
-               metadata: Meta | None = None, min_score: float | None = None) -> SearchResult:
+               metadata: Meta | None = None, min_score: float | None = None,
+               read_your_writes: bool = True) -> SearchResult:
         """``user_id``/``agent_id``: every session of theirs; ``metadata``: the ``filter.metadata``
-        conditions; ``min_score``: the lowest fused score kept (the ranker's scale)."""
+        conditions; ``min_score``: the lowest relevance kept, 0-1 (default: the ranker's floor; 0:
+        every hit); ``read_your_writes``: embed the scope's waiting records before searching."""
         return self.send(c.search(query=query, limit=limit, session_id=session_id, sources=sources, ranker=ranker,
                                   since=since, until=until, user_id=user_id, agent_id=agent_id, metadata=metadata,
-                                  min_score=min_score))
+                                  min_score=min_score, read_your_writes=read_your_writes))
 
     def context(self, *, query: str, token_budget: int, session_id: int | None = None, recent_episodes: int = 5,
                 relevant_limit: int = 10, ranker: str | None = None, user_id: str | None = None,

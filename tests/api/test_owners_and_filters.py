@@ -82,11 +82,19 @@ def test_a_bad_filter_is_a_400_naming_it(client, flt, field):
     assert body["field"] is not None and body["field"].startswith(field.split(".")[0])
 
 
-def test_min_score_drops_weaker_hits(client, people):
-    assert len(search(client, minScore=0)["hits"]) == 4  # fused scores are positive with every ranker here
-    assert search(client, minScore=1e9)["hits"] == []
-    threshold = sorted(h["score"] for h in search(client)["hits"])[1]
-    assert all(h["score"] >= threshold for h in search(client, minScore=threshold)["hits"])
+def test_min_score_drops_hits_below_that_relevance(client, people):
+    everything = search(client, minScore=0)
+    assert len(everything["hits"]) == 4 and everything["minScore"] == 0
+    assert all(0.0 <= h["relevance"] <= 1.0 for h in everything["hits"])
+    threshold = sorted(h["relevance"] for h in everything["hits"])[1]
+    kept = search(client, minScore=threshold)["hits"]
+    assert kept and all(h["relevance"] >= threshold for h in kept)
+
+
+@pytest.mark.parametrize("value", [-0.1, 1.5, 1e9])
+def test_a_min_score_off_the_relevance_scale_is_a_400_naming_it(client, value):
+    body = assert_error(client.post("/search", json={"query": "x", "minScore": value}), 400)
+    assert body["field"] == "minScore"
 
 
 def test_context_for_a_user_spans_their_sessions(client, people):

@@ -8,8 +8,8 @@ import asyncio
 from datetime import UTC, datetime, timedelta
 
 from domain import writes
-from domain.outbox import CLAIM_LEASE
-from domain.models import EpisodeChanges, NewEntity, NewEpisode, NewSummary
+from domain.outbox import CLAIM_LEASE, OutboxScope
+from domain.models import EpisodeChanges, NewEntity, NewEpisode, NewSummary, Owner
 from ports.store import Store
 from tests.contract.store_helpers import LATER, due_jobs_of_new_episodes, FAR_FUTURE, a_session, jobs
 
@@ -167,3 +167,41 @@ async def test_concurrent_claims_never_share_a_job(store: Store) -> None:
     batches = await asyncio.gather(*(store.outbox.claim(7, now) for _ in range(8)))
     taken = [j.id for batch in batches for j in batch]
     assert sorted(taken) == sorted(j.id for j in added)
+
+
+async def test_pending_in_scope_lists_the_live_upserts_of_one_session_oldest_first(store: Store) -> None:
+    mine, other = await a_session(store, "mine"), await a_session(store, "other")
+    e1, e2, e3 = await store.uow.run(lambda tx: writes.add_episodes(tx, [NewEpisode(mine.id, "u", "a")] * 3))
+    await store.uow.run(lambda tx: writes.add_episodes(tx, [NewEpisode(other.id, "u", "a")]))
+    await store.uow.run(lambda tx: writes.add_summary(tx, NewSummary(mine.id, "s")))
+    pending = await store.outbox.pending_in_scope("episodes", OutboxScope(session_id=mine.id), 2)
+    assert [j.ref_id for j in pending.jobs] == [e1.id, e2.id] and pending.total == 3
+    assert (await store.outbox.pending_in_scope("summaries", OutboxScope(session_id=mine.id), 10)).total == 1
+    assert (await store.outbox.pending_in_scope("episodes", OutboxScope(), 10)).total == 4
+    assert (await store.outbox.pending_in_scope("episodes", OutboxScope(session_id=mine.id), 0)).jobs == []
+
+
+async def test_pending_in_scope_leaves_out_completed_dead_and_deleted_records(store: Store) -> None:
+    session = await a_session(store)
+    e1, e2, e3 = await store.uow.run(lambda tx: writes.add_episodes(tx, [NewEpisode(session.id, "u", "a")] * 3))
+    by_ref = {j.ref_id: j.id for j in await store.outbox.due(10, FAR_FUTURE)}
+    await store.outbox.complete([by_ref[e1.id]])
+    await store.outbox.bury([by_ref[e2.id]], "poison")
+    await store.outbox.defer([by_ref[e3.id]], "down", FAR_FUTURE)  # deferred still counts: not embedded yet
+    pending = await store.outbox.pending_in_scope("episodes", OutboxScope(session_id=session.id), 10)
+    assert [j.ref_id for j in pending.jobs] == [e3.id] and pending.total == 1
+    await store.uow.run(lambda tx: writes.delete_episode(tx, e3.id))
+    assert (await store.outbox.pending_in_scope("episodes", OutboxScope(session_id=session.id), 10)).total == 0
+
+
+async def test_pending_in_scope_follows_the_owner_of_sessions_and_entities(store: Store) -> None:
+    ana = await store.uow.run(lambda tx: writes.create_session(tx, "ana-1", {}, Owner("ana", "bot")))
+    ben = await store.uow.run(lambda tx: writes.create_session(tx, "ben-1", {}, Owner("ben")))
+    await store.uow.run(lambda tx: writes.add_episodes(tx, [NewEpisode(ana.id, "u", "a"), NewEpisode(ben.id, "u", "a")]))
+    await store.uow.run(lambda tx: writes.upsert_entity(tx, NewEntity("Ada", "person", user_id="ana")))
+    await store.uow.run(lambda tx: writes.upsert_entity(tx, NewEntity("Bo", "person", user_id="ben")))
+    assert (await store.outbox.pending_in_scope("episodes", OutboxScope(user_id="ana"), 10)).total == 1
+    assert (await store.outbox.pending_in_scope("episodes", OutboxScope(agent_id="bot"), 10)).total == 1
+    assert (await store.outbox.pending_in_scope("episodes", OutboxScope(user_id="ben", agent_id="bot"), 10)).total == 0
+    entities = await store.outbox.pending_in_scope("entities", OutboxScope(session_id=ana.id, user_id="ana"), 10)
+    assert entities.total == 1

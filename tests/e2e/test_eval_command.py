@@ -31,7 +31,10 @@ def test_eval_reports_recall_per_ranker_category_and_conversation(tmp_path: Path
     keyword = table["table"]["keyword"]
     assert keyword["questions"] == 3 + 4 and keyword["degraded"] == 0
     # Both "zeppelin" questions name a word only their evidence turn has.
-    assert keyword["categories"]["4 single-hop"] == {"recall@1": 1.0, "recall@2": 1.0, "questions": 2}
+    assert keyword["categories"]["4 single-hop"] == {
+        f"{metric}@{k}": 1.0 for metric in ("recall", "recall_all", "recall_any", "ndcg") for k in (1, 2)
+    } | {"questions": 2}
+    assert "recall_all" in done.stdout and "ndcg" in done.stdout
     assert set(keyword["conversations"]) == {"tiny", "tiny-locomo"}
     assert table["evidence"]["tiny"] == {"questions": 3, "empty": 1, "normalised": 0, "unparsed": [], "missing": ["t99"]}
     assert table["evidence"]["tiny-locomo"] == {

@@ -67,7 +67,9 @@ def assert_memory_is_there(http: httpx.Client, seeded: dict) -> None:
 
 
 def vector_hit_ids(http: httpx.Client, query: str, sources: list[str]) -> list[int]:
-    response = http.post("/search", json={"query": query, "limit": 10, "sources": sources, "ranker": "vector"})
+    # minScore 0: every point the index holds, relevant or not (the default floor would cut the rest).
+    response = http.post("/search", json={"query": query, "limit": 10, "sources": sources, "ranker": "vector",
+                                          "minScore": 0})
     assert response.status_code == 200, response.text
     body = response.json()
     assert body["degraded"] is False, body

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pytest
 
 from domain.errors import Invalid
-from domain.evaluation import episodes_of, parse_jsonl, parse_locomo, recall
+from domain.eval_conversations import episodes_of, parse_jsonl, parse_locomo
+from domain.eval_metrics import ndcg, recall, recall_all, recall_any
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "eval"
 
@@ -77,3 +79,17 @@ def test_a_malformed_conversation_file_is_invalid_naming_it_not_a_crash(tmp_path
     with pytest.raises(Invalid) as raised:
         read_conversation(path)
     assert name in raised.value.message
+
+
+def test_recall_any_and_all_ask_for_one_and_for_every_evidence_turn_in_the_top_k() -> None:
+    ranked = [["D1:1", "D1:2"], ["D1:3", "D1:4"], ["D2:1", "D2:2"]]
+    assert recall_any(["D1:3", "D2:1"], ranked, 2) == 1.0 and recall_all(["D1:3", "D2:1"], ranked, 2) == 0.0
+    assert recall_all(["D1:3", "D2:1"], ranked, 3) == 1.0 and recall_any(["D9:9"], ranked, 3) == 0.0
+
+
+def test_ndcg_is_one_for_the_ideal_order_and_discounts_a_lower_rank() -> None:
+    ranked = [["D1:1", "D1:2"], ["D1:3", "D1:4"], ["D2:1", "D2:2"]]
+    assert ndcg(["D1:1"], ranked, 3, relevant=1) == 1.0
+    assert ndcg(["D1:3"], ranked, 3, relevant=1) == pytest.approx(1 / math.log2(3))
+    assert ndcg(["D1:1", "D2:1"], ranked, 3, relevant=2) == pytest.approx((1 + 0.5) / (1 + 1 / math.log2(3)))
+    assert ndcg(["D9:9"], ranked, 3, relevant=1) == 0.0

@@ -60,7 +60,8 @@ async def _service(*rankers: AllCandidates) -> tuple[SearchService, list[int], i
 async def test_a_ranker_with_a_context_window_gets_and_may_return_neighbours_no_leg_found() -> None:
     ranker = AllCandidates("ctx", 1)
     service, ids, session = await _service(ranker)
-    result = await service.search(SearchQuery("puppy", session_id=session))
+    # minScore 0: the turn after has no evidence of its own, and the default floor would drop it.
+    result = await service.search(SearchQuery("puppy", session_id=session, min_score=0.0))
     assert [hit.item.id for hit in result.hits] == [ids[0], ids[1]]  # the hit and the turn after it
     assert result.hits[1].keyword is None and result.hits[1].vector is None
     assert ranker.seen is not None
@@ -91,7 +92,7 @@ async def test_a_neighbour_outside_the_time_range_stays_out() -> None:
     service, ids, session = await _service(ranker)
     # The turn after "what did you call it" matches; the one before it is older than `since`.
     result = await service.search(SearchQuery(
-        "call", session_id=session, since=START + timedelta(minutes=1)))
+        "call", session_id=session, since=START + timedelta(minutes=1), min_score=0.0))
     assert [hit.item.id for hit in result.hits] == [ids[1], ids[2]]
     assert ranker.seen is not None
     assert ranker.seen.neighbours[("episodes", ids[1])] == Context(before=(), after=(("episodes", ids[2]),))

@@ -1,4 +1,5 @@
-"""``EvaluationService``: load conversations into a memory, index them, and score rankers on them.
+"""``EvaluationService``: load conversations into a memory, index them, and score rankers on them
+(evidence recall, and LongMemEval's recall_all, recall_any and ndcg, at each k).
 
 It uses the same services a request does (sessions, episodes, indexing, search), so a ranker
 plugin's figures here are the figures it gets in production.
@@ -10,28 +11,32 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from domain.errors import Invalid
-from domain.evaluation import LOCOMO_CATEGORY_NAMES, Conversation, episodes_of, recall
+from domain.eval_conversations import LOCOMO_CATEGORY_NAMES, Conversation, episodes_of, turn_pairs
+from domain.eval_metrics import ndcg, recall, recall_all, recall_any
 from domain.indexing import IndexingService
 from domain.retrieval import SearchQuery, SearchService
 from domain.services import MAX_BATCH, EpisodeService, SessionService
 
 DEFAULT_KS = (5, 10, 20)
+METRICS = ("recall", "recall_all", "recall_any", "ndcg")
+"""Evidence recall (this project's headline figure), then LongMemEval's retrieval metrics."""
 
 
 @dataclass(slots=True)
 class Score:
-    """Summed recall@k over ``questions`` questions; ``mean(k)`` is the figure reported."""
+    """Each metric at each k summed over ``questions`` questions; ``mean(k)`` is evidence
+    recall@k, ``mean(k, metric)`` any other."""
 
-    sums: dict[int, float] = field(default_factory=dict)
+    sums: dict[tuple[str, int], float] = field(default_factory=dict)
     questions: int = 0
 
-    def add(self, values: dict[int, float]) -> None:
-        for k, value in values.items():
-            self.sums[k] = self.sums.get(k, 0.0) + value
+    def add(self, values: dict[tuple[str, int], float]) -> None:
+        for key, value in values.items():
+            self.sums[key] = self.sums.get(key, 0.0) + value
         self.questions += 1
 
-    def mean(self, k: int) -> float:
-        return self.sums.get(k, 0.0) / self.questions if self.questions else 0.0
+    def mean(self, k: int, metric: str = "recall") -> float:
+        return self.sums.get((metric, k), 0.0) / self.questions if self.questions else 0.0
 
 
 @dataclass(slots=True)
@@ -53,7 +58,8 @@ class RankerReport:
 
     def as_dict(self, ks: Sequence[int]) -> dict:
         def row(score: Score) -> dict:
-            return {f"recall@{k}": score.mean(k) for k in ks} | {"questions": score.questions}
+            return {f"{metric}@{k}": score.mean(k, metric) for metric in METRICS for k in ks} | {
+                "questions": score.questions}
 
         at = 10 if 10 in ks else max(ks)
         return row(self.overall) | {
@@ -98,23 +104,34 @@ class EvaluationService:
         return Loaded(conversation, session.id)
 
     async def score(self, loaded: Sequence[Loaded], rankers: Sequence[str | None], ks: Sequence[int] = DEFAULT_KS,
-                    ) -> list[RankerReport]:
-        """Recall@k of each ranker (``None`` = the default) over every question, scoped to its session."""
+                    min_score: float | None = None) -> list[RankerReport]:
+        """Each metric at each k for each ranker (``None`` = the default) over every question,
+        scoped to its session. ``min_score`` as in a search: by default each ranker's relevance
+        floor applies, so the figures are what a client gets."""
         if not ks or min(ks) < 1:
             raise Invalid("k must be 1 or more", field="k")
         reports = []
         for ranker in rankers:
             report = RankerReport(ranker or "default")
             for item in loaded:
+                pairs = [{turn.id for turn in pair} for pair in turn_pairs(item.conversation)]
                 for question in item.conversation.questions:
                     result = await self._search.search(SearchQuery(
-                        question.text, limit=max(ks), session_id=item.session_id, ranker=ranker))
+                        question.text, limit=max(ks), session_id=item.session_id, ranker=ranker,
+                        min_score=min_score))
                     report.ranker = ranker or f"default ({result.ranker})"
                     if result.degraded:
                         report.degraded += 1
                         report.warning = result.warnings[0] if result.warnings else None
                     ranked = [hit.item.metadata.get("turnIds", []) for hit in result.hits]
-                    values = {k: recall(question.evidence, ranked, k) for k in ks}
+                    wanted = set(question.evidence)
+                    relevant = sum(1 for pair in pairs if pair & wanted)
+                    values = {}
+                    for k in ks:
+                        values[("recall", k)] = recall(question.evidence, ranked, k)
+                        values[("recall_all", k)] = recall_all(question.evidence, ranked, k)
+                        values[("recall_any", k)] = recall_any(question.evidence, ranked, k)
+                        values[("ndcg", k)] = ndcg(question.evidence, ranked, k, relevant)
                     report.overall.add(values)
                     report.categories.setdefault(category_name(question.category), Score()).add(values)
                     report.conversations.setdefault(item.conversation.name, Score()).add(values)

@@ -1,13 +1,9 @@
-"""Retrieval evaluation: conversations with questions whose evidence turns are known, loaded as a
-memory and searched with each ranker, scored as evidence recall@k.
+"""Evaluation data: conversations with questions whose evidence turns are known, and how they
+become a memory (episodes of consecutive turn pairs).
 
-The shapes and parsing are pure; ``EvaluationService`` drives the real services (write, index,
-search), so ``memory-service eval`` and ``bench/locomo_recall.py`` measure the very code path a
-client uses. Two input formats: LoCoMo conversation files, and a simple one (turns and questions,
-one JSON object a line) for anyone's own conversations.
-
-Recall of one question is the share of its evidence turns that the top-k episodes cover, averaged
-over questions (per category, per conversation and overall).
+Pure shapes and parsing. Two input formats: LoCoMo conversation files, and a simple one (turns
+and questions, one JSON object a line) for anyone's own conversations. ``domain.eval_scoring``
+loads them through the real services and searches them; ``domain.eval_metrics`` scores the hits.
 """
 
 from __future__ import annotations
@@ -158,6 +154,11 @@ def _usable(questions: list[Question], known: set[str], report: EvidenceReport) 
     return usable
 
 
+def turn_pairs(conversation: Conversation) -> list[list[Turn]]:
+    """The turns each episode holds: consecutive pairs within each session."""
+    return [list(session.turns[i:i + 2]) for session in conversation.sessions for i in range(0, len(session.turns), 2)]
+
+
 def episodes_of(conversation: Conversation, session_id: int) -> list[NewEpisode]:
     """An episode per pair of consecutive turns of a session, "Speaker: text" on each side (with an
     image's caption as the client saw it), the turn ids in metadata, the session's date as created_at."""
@@ -174,9 +175,3 @@ def episodes_of(conversation: Conversation, session_id: int) -> list[NewEpisode]
 def _said(turn: Turn) -> str:
     text = f"{turn.speaker}: {turn.text}" if turn.speaker else turn.text
     return f"{text} [shares a photo of {turn.caption}]" if turn.caption else text
-
-
-def recall(wanted: Sequence[str], ranked_turns: Sequence[Sequence[str]], k: int) -> float:
-    """The share of ``wanted`` turn ids covered by the first ``k`` ranked episodes' turns."""
-    covered = {turn for turns in ranked_turns[:k] for turn in turns}
-    return len(set(wanted) & covered) / len(set(wanted))

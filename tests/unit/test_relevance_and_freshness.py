@@ -1,0 +1,72 @@
+"""The relevance scale (``domain.relevance``) and read-your-writes (``domain.freshness``) over the
+in-memory adapters."""
+
+from __future__ import annotations
+
+import pytest
+
+from adapters.memory.fake_embedder import FakeEmbedder
+from adapters.memory.store import MemoryStore
+from adapters.memory.vector_index import InMemoryVectorIndex
+from domain import writes
+from domain.freshness import ReadYourWrites
+from domain.indexing import IndexingService
+from domain.models import NewEpisode
+from domain.outbox import OutboxScope
+from domain.relevance import DEFAULT_FLOOR, HASHED, MINILM, cosine_scale, meaning_evidence, relevance_of, word_evidence, query_terms
+
+
+def test_the_cosine_scale_maps_unrelated_to_zero_and_close_to_one() -> None:
+    assert meaning_evidence(MINILM.unrelated - 0.1) == 0.0 and meaning_evidence(MINILM.close + 0.1) == 1.0
+    middle = (MINILM.unrelated + MINILM.close) / 2
+    assert meaning_evidence(middle) == pytest.approx(0.5)
+
+
+def test_a_model_is_read_on_its_own_scale_and_an_unknown_one_on_minilms() -> None:
+    assert cosine_scale("sentence-transformers/all-MiniLM-L6-v2") == MINILM
+    assert cosine_scale("hash") == HASHED and cosine_scale("nomic-embed-text") == MINILM
+
+
+def test_one_word_of_a_longer_question_stays_below_the_floor() -> None:
+    terms = query_terms("where did Ana fly the zeppelin")  # ana, fly, zeppelin (stop-words out)
+    assert word_evidence(terms, "Ana is here") < DEFAULT_FLOOR <= word_evidence(terms, "Ana flew in a zeppelin")
+    assert word_evidence(query_terms("allergies"), "I am allergic to peanuts") == 1.0  # by stem
+
+
+def test_a_neighbour_inherits_half_its_hits_relevance_only_when_on_the_subject() -> None:
+    texts = {"hit": "kitten", "after": "nurse", "before": "cats"}
+    cosines = {"hit": MINILM.close, "after": 0.0, "before": MINILM.unrelated + 0.01}
+    out = relevance_of("kitten", texts, cosines, {"hit": ("before", "after")})
+    assert out["hit"] == 1.0 and out["after"] == 0.0 and out["before"] == 0.5
+
+
+async def _pending_episodes(count: int):
+    store, index, embedder = MemoryStore(), InMemoryVectorIndex(), FakeEmbedder(8)
+    await index.ensure_collection("episodes", 8)
+    session = await store.uow.run(lambda tx: writes.create_session(tx, "s", {}))
+    await store.uow.run(lambda tx: writes.add_episodes(tx, [NewEpisode(session.id, f"turn {i}", "ok")
+                                                          for i in range(count)]))
+    return store, index, embedder, session.id
+
+
+async def test_catching_up_embeds_at_most_max_jobs_and_counts_the_rest() -> None:
+    store, index, embedder, sid = await _pending_episodes(3)
+    fresh = ReadYourWrites(store, IndexingService(store, index, embedder), max_jobs=2, max_seconds=60)
+    assert await fresh.catch_up(["episodes"], OutboxScope(session_id=sid)) == 1
+    assert await index.count("episodes") == 2
+    assert await fresh.catch_up(["episodes"], OutboxScope(session_id=sid)) == 0
+
+
+async def test_catching_up_with_the_embedder_down_leaves_the_jobs_and_counts_them() -> None:
+    store, index, embedder, sid = await _pending_episodes(2)
+    embedder.go_down()
+    fresh = ReadYourWrites(store, IndexingService(store, index, embedder), max_jobs=8, max_seconds=60)
+    assert await fresh.catch_up(["episodes"], OutboxScope(session_id=sid)) == 2
+    assert [j.attempts for j in (await store.outbox.pending_in_scope("episodes", OutboxScope(), 8)).jobs] == [0, 0]
+
+
+async def test_counting_only_embeds_nothing() -> None:
+    store, index, embedder, sid = await _pending_episodes(2)
+    fresh = ReadYourWrites(store, IndexingService(store, index, embedder))
+    assert await fresh.catch_up(["episodes"], OutboxScope(session_id=sid), embed=False) == 2
+    assert embedder.calls == []
