@@ -70,7 +70,9 @@ def _first(found: KeyedAnswer) -> Response:
 async def answered(write: Callable[[], Awaitable[T]], out: Callable[[T], Any], status: int | Callable[[T], int]) -> Any:
     """Run ``write`` and answer ``out(result)`` with ``status`` (a number, or a function of the
     result for an upsert's 201/200). Under a pending claim the rendered answer is stored with the
-    write and sent as stored; without one this is the plain handler."""
+    write and sent as stored; without one this is the plain handler. A delete handler that returns
+    this is still annotated ``-> None``: the annotation is what the OpenAPI schema documents, and a
+    204 carries no body."""
     status_of = status if callable(status) else (lambda _result: status)
     claim = pending.get()
     if claim is None:

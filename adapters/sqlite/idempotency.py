@@ -43,4 +43,4 @@ class IdempotencyTx(Writes):
     def delete_expired(self, now: str, limit: int) -> int:
         return self._conn.execute(
             "DELETE FROM idempotency_keys WHERE rowid IN"
-            " (SELECT rowid FROM idempotency_keys WHERE expires_at <= ? LIMIT ?)", (now, limit)).rowcount
+            " (SELECT rowid FROM idempotency_keys WHERE expires_at <= ? LIMIT ?+0)", (now, limit)).rowcount

@@ -70,7 +70,7 @@ class EntityController(Controller):
 
     @delete("/{entity_id:str}", summary="Delete an entity, its relationships and its vector",
           responses=errors(400, 404, 422))
-    async def remove(self, entity_id: PathId, entity_service: EntityService) -> Response[None]:
+    async def remove(self, entity_id: PathId, entity_service: EntityService) -> None:
         return await answered(lambda: entity_service.delete(entity_id), nothing, 204)
 
     @get("/{entity_id:str}/relationships", summary="An entity's relationships (outgoing by default)",
@@ -119,5 +119,5 @@ class RelationshipController(Controller):
 
     @delete("/", summary="Delete a relationship named by {fromId, toId, label} (its open and closed edges)",
           responses=errors(400, 404, 422), status_code=204)
-    async def remove(self, data: DeleteRelationshipBody, entity_service: EntityService) -> Response[None]:
+    async def remove(self, data: DeleteRelationshipBody, entity_service: EntityService) -> None:
         return await answered(lambda: entity_service.unrelate(data.from_id, data.to_id, data.label), nothing, 204)

@@ -90,5 +90,5 @@ class EpisodeController(Controller):
                               episode_out, 200)
 
     @delete("/{episode_id:str}", summary="Delete an episode and its vector", responses=errors(400, 404, 422))
-    async def remove(self, episode_id: PathId, episode_service: EpisodeService) -> Response[None]:
+    async def remove(self, episode_id: PathId, episode_service: EpisodeService) -> None:
         return await answered(lambda: episode_service.delete(episode_id), nothing, 204)

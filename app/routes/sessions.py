@@ -80,7 +80,7 @@ class SessionController(Controller):
 
     @delete("/{session_id:str}", summary="Delete a session, its episodes, summaries and their vectors",
           responses=errors(400, 404, 422))
-    async def remove(self, session_id: PathId, session_service: SessionService) -> Response[None]:
+    async def remove(self, session_id: PathId, session_service: SessionService) -> None:
         return await answered(lambda: session_service.delete(session_id), nothing, 204)
 
     @get("/{session_id:str}/episodes", summary="A session's episodes, oldest first, with the total",

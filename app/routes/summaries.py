@@ -53,5 +53,5 @@ class SummaryController(Controller):
                               lambda summary: wire(summary, SummaryOut), 200)
 
     @delete("/{summary_id:str}", summary="Delete a summary and its vector", responses=errors(400, 404, 422))
-    async def remove(self, summary_id: PathId, summary_service: SummaryService) -> Response[None]:
+    async def remove(self, summary_id: PathId, summary_service: SummaryService) -> None:
         return await answered(lambda: summary_service.delete(summary_id), nothing, 204)

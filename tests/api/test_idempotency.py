@@ -90,14 +90,23 @@ def test_the_same_key_on_another_path_is_a_422(client, session_id):
     assert_error(client.post("/entities", json={"name": "a", "type": "b"}, headers=headers), 422, "Idempotency-Key")
 
 
-def test_a_key_belongs_to_its_caller(client, session_id):
-    key = str(uuid.uuid4())
-    body = {"sessionId": session_id, "content": "s"}
-    for token in ("alice", "bob"):
-        response = client.post("/summaries", json=body, headers={"Idempotency-Key": key,
-                                                                  "Authorization": f"Bearer {token}"})
-        assert response.status_code == 201 and REPLAYED not in response.headers
-    assert len(client.get(f"/sessions/{session_id}/summaries").json()) == 2
+def test_a_key_belongs_to_its_caller(make_settings):
+    # Each API key has its own key space: the same Idempotency-Key from two keys is two writes.
+    admin = {"Authorization": "Bearer admin-key"}
+    with TestClient(create_app(make_settings(memory_api_key="admin-key"))) as client:
+        session_id = client.post("/sessions", json={"externalId": "conv-1"}, headers=admin).json()["id"]
+        secrets = [client.post("/admin/keys", json={"name": name}, headers=admin).json()["key"]
+                   for name in ("alice", "bob")]
+        key = str(uuid.uuid4())
+        body = {"sessionId": session_id, "content": "s"}
+        for secret in secrets:
+            response = client.post("/summaries", json=body, headers={"Idempotency-Key": key,
+                                                                      "Authorization": f"Bearer {secret}"})
+            assert response.status_code == 201 and REPLAYED not in response.headers
+        again = client.post("/summaries", json=body, headers={"Idempotency-Key": key,
+                                                               "Authorization": f"Bearer {secrets[0]}"})
+        assert again.headers[REPLAYED] == "true"
+        assert len(client.get(f"/sessions/{session_id}/summaries", headers=admin).json()) == 2
 
 
 def test_a_failed_write_stores_no_answer_and_its_retry_is_a_new_attempt(client):
