@@ -121,7 +121,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
         default=256, name="EMBEDDING_BATCH")
     worker_enabled: Annotated[bool, _doc("run the background embedding worker")] = field(
         default=True, name="EMBEDDING_WORKER")
-    # Hardening (issue 11): durability, admission control, CORS, dead letters, health checks.
+    # Hardening: durability, admission control, CORS, dead letters, health checks.
     sqlite_synchronous: Annotated[Literal[SYNCHRONOUS], _doc("SQLite durability")] = field(
         default="full", name="SQLITE_SYNCHRONOUS")
     event_retention: Annotated[int, _doc("change-feed events kept (the newest; GET /events)", ge=100,

@@ -198,7 +198,7 @@ def standard_monitor(container, settings: Settings, dead_lettered: Callable[[], 
         return Reading(OK, details)
 
     async def vector_index() -> Reading:
-        # The index manager's status object (issue 10): consistent, verifying, rebuilding with
+        # The index manager's status object: consistent, verifying, rebuilding with
         # progress and ETA, diverged, unavailable, disk low; it repairs on its own, so a
         # difference from the store is reported with what is being done about it.
         manager = container.index_manager()

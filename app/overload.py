@@ -4,7 +4,7 @@
 once. A client that honours the header comes back later; one that does not (load generators,
 naive retry loops) comes back the moment the 503 arrives, and at 256 connections the service
 then spends its cores parsing and refusing thousands of requests a second — admitted throughput
-fell from 720 req/s at 8 connections to 382 at 256 (bench/hardening.py, round 2).
+fell from 720 req/s at 8 connections to 382 at 256 (bench/hardening.py).
 
 ``PatientAdmission`` keeps the first refusal immediate and makes the next one cost nothing: a
 connection that was refused and sends again before its ``Retry-After`` has passed is *held* —

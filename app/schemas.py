@@ -190,7 +190,7 @@ class SessionOut(Camel, omit_defaults=True):
     agent_id: str | None = None
 
 
-# Fields added by issue 14 (owners, expiry) default to null and are left out when null, so the
+# Owner and expiry fields default to null and are left out when null, so the
 # seed's bodies stay exactly as they were.
 class EpisodeOut(Camel, omit_defaults=True):
     id: int
@@ -368,7 +368,7 @@ def wire(value: Any, out: type[W]) -> W:
 # A single episode is the hot path benchmarked against a Node peer (GET /episodes/:id, POST and
 # PATCH /episodes), and there ``convert``'s fixed cost per call loses to a plain constructor:
 # ~0.85 vs ~0.4 us map + encode. Lists and pages (GET /sessions/:id/episodes) measure the same
-# either way within noise and go through ``wire`` (figures: docs/notes/round-3/12c.md).
+# either way within noise and go through ``wire``.
 def episode_out(e: Episode) -> EpisodeOut:
     return EpisodeOut(id=e.id, session_id=e.session_id, user_message=e.user_message, ai_response=e.ai_response,
                       token_count=e.token_count, metadata=dict(e.metadata), created_at=e.created_at,

@@ -1,4 +1,4 @@
-"""Issue 11's measurements: the cost of ``SQLITE_SYNCHRONOUS=full`` and admission control under load.
+"""Measurements: the cost of ``SQLITE_SYNCHRONOUS=full`` and admission control under load.
 
     .venv/bin/python bench/hardening.py [--synchronous-seconds 5] [--overload-seconds 10]
                                         [--connections 8,64,256] [--max-in-flight 64] [--scale 10k]

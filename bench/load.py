@@ -6,7 +6,7 @@ fires the FTS5 triggers); every episode's embedding (hash embedder at 384-d, the
 size) stored in the ``embeddings`` table as the worker stores it, so the outbox is emptied rather
 than drained (the worker starts idle); then the vector index is built by the service's own
 ``IndexManager`` from those stored embeddings alone, the embedder down, and that build is timed
-(issue 10's "rebuild from stored embeddings" figure, recorded in ``ready.json``). Text is
+(the "rebuild from stored embeddings" figure, recorded in ``ready.json``). Text is
 generated from a fixed-seed Zipf-distributed vocabulary, so FTS posting lists have realistic
 skew: a few words are in most rows, most words in few.
 
@@ -207,7 +207,7 @@ async def build_index(db_path: Path, qdrant_path: Path) -> dict:
 
     A fresh ``IndexManager`` over an empty ``QDRANT_PATH``, its embedder down all along, is timed
     from ``start()`` to ``consistent``: the same code path (generation manifest, child-process
-    HNSW build) as a service whose index was lost. This is issue 10's "rebuild from stored
+    HNSW build) as a service whose index was lost. This is the "rebuild from stored
     embeddings" figure at the store's size.
     """
     store = SqliteStore.open(str(db_path))

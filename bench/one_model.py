@@ -1,4 +1,4 @@
-"""Issue 15, one model copy: memory and hybrid-search latency with the default in-process model.
+"""One model copy: memory and hybrid-search latency with the default in-process model.
 
 Starts ``memory-service serve`` (EMBEDDER=local, all-MiniLM-L6-v2 in numpy) on a fresh small store
 (``WORKERS``: 1, the embedded default's only value), writes ``--episodes`` episodes, waits until they are embedded,

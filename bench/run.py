@@ -345,7 +345,7 @@ def soak(server: Server, wrk: Wrk, seconds: int, segment: int = 60) -> dict:
             "segments": segments}
 
 
-# -- the vector index as a cache of SQLite (issue 10) ----------------------------------------------
+# -- the vector index as a cache of SQLite ----------------------------------------------
 def bench_index(scales: list[dict], reembed_sample: int, bulk_episodes: int) -> dict:
     """Rebuild from stored embeddings (timed when each store was loaded: bench/load.py builds its
     index with the service's IndexManager from SQLite alone, the embedder down), the re-embedding
@@ -371,7 +371,7 @@ def bench_index(scales: list[dict], reembed_sample: int, bulk_episodes: int) -> 
     return out
 
 
-# -- the embedding backlog (issue 3) ---------------------------------------------------------------
+# -- the embedding backlog ---------------------------------------------------------------
 def bench_drain(count: int, profile: bool = False) -> dict:
     """Drain rate of the worker against a fake Ollama, as a share of that server's own batch rate."""
     work = load.DATA / "run-drain"
@@ -502,7 +502,7 @@ def table(record: dict) -> str:
 
 
 def index_lines(index: dict) -> list[str]:
-    lines = ["", "vector index (issue 10)"]
+    lines = ["", "vector index"]
     reembed = index.get("reembed", {})
     for scale, r in index["rebuild_from_stored"].items():
         guess = reembed.get("extrapolated", {}).get(scale)
@@ -523,8 +523,8 @@ def index_lines(index: dict) -> list[str]:
 
 
 def check_lines(record: dict) -> list[str]:
-    """The scale targets of issue 15 (item 3), each against its figure in this run."""
-    lines = ["", "scale targets (issue 15)"]
+    """The scale targets, each against its figure in this run."""
+    lines = ["", "scale targets"]
     for s in record["scales"]:
         rows = s["rows"]
         for name, what, target in (("GET /episodes/search", "keyword", "< 20 ms at 1m"),

@@ -1,4 +1,4 @@
-"""Scoped vs unscoped hybrid search (issue 14): ``SearchService.search`` in process over a real
+"""Scoped vs unscoped hybrid search: ``SearchService.search`` in process over a real
 SQLite file and a real Qdrant Edge shard, N episodes spread over U users (2 sessions each).
 
     .venv/bin/python bench/scoped_search.py --episodes 100000 --users 1000 --queries 200

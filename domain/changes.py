@@ -73,7 +73,7 @@ def changed_fields(before: dict[str, Any] | None, after: dict[str, Any] | None) 
 
 
 def owner_of(record: Any) -> str | None:
-    """The record's user id once records carry one (issue 14 item 1), else ``None``."""
+    """The record's user id, else ``None``."""
     return getattr(record, "user_id", None)
 
 

@@ -5,7 +5,7 @@ from 2022). ``pysqlite3-binary`` is that DB-API module (from an older CPython: n
 ``serialize`` or ``setlimit``, and exceptions carry primary error codes only — the service uses
 none of these) built against a recent SQLite (3.51 here). FTS5 has become much faster since 3.40:
 BM25 ranking a keyword search's matches, the largest part of a search's time, took 34-39 % less
-time on the peer bench's store (round 10: single-word searches of 21-300 matches 332 -> 219 µs, of
+time on the peer bench's store (single-word searches of 21-300 matches 332 -> 219 µs, of
 more than 300 matches 1.93 -> 1.17 ms).
 Its wheels are built for Linux on x86-64; elsewhere the standard module is used, with the same
 behaviour (the store needs nothing newer than 3.35's ``RETURNING``).

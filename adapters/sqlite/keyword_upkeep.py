@@ -4,7 +4,7 @@ FTS5 adds a b-tree segment to an index at every commit that wrote to it and merg
 writes go on (``automerge``: when four share a level). After a burst of small commits — one POST
 each, a few per group commit — an index holds many small segments, and a keyword search reads a
 term's postings from every one of them. The peer bench's 2,000 searches took 20 % less CPU in the
-SQLite adapter once the segments left by its POST row had been merged (round 7: 350-490 →
+SQLite adapter once the segments left by its POST row had been merged (350-490 →
 300-400 µs per search; `optimize`, one segment, was not cheaper than this).
 
 ``KeywordUpkeep`` is driven by the writer thread: after writes it asks to be woken once the

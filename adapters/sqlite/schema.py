@@ -145,7 +145,7 @@ MIGRATIONS: list[list[str | Callable[[sqlite3.Connection], None]]] = [
         "CREATE INDEX idx_outbox_dead ON embedding_outbox(dead_at) WHERE dead_at IS NOT NULL",
         "CREATE TABLE health_probe (id INTEGER PRIMARY KEY CHECK (id = 1), checked_at TEXT NOT NULL)",
     ],
-    # version 3: the index manifest and each record's stored embedding (issue 10): the vector
+    # version 3: the index manifest and each record's stored embedding: the vector
     # collections become a cache that can be rebuilt from this file alone
     [
         """CREATE TABLE index_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)""",
@@ -180,7 +180,7 @@ MIGRATIONS: list[list[str | Callable[[sqlite3.Connection], None]]] = [
         *_forget_embedding("entities", ["name", "type", "notes"]),
         *_forget_embedding("summaries", ["content"]),
     ],
-    # "owners+expiry" (issue 14, items 1 and 4): sessions take an optional userId/agentId, copied
+    # "owners+expiry": sessions take an optional userId/agentId, copied
     # onto their episodes and summaries (a session's owner never changes, so the copy cannot go
     # stale, and search/forgetting filter one table); entities and relationships take an optional
     # userId, and an entity is unique by (userId, name, type), NULL being "global" (the seed's
@@ -240,7 +240,7 @@ MIGRATIONS: list[list[str | Callable[[sqlite3.Connection], None]]] = [
         "INSERT OR REPLACE INTO index_meta(key, value) SELECT 'reindex', 'entities,episodes,summaries'"
         " WHERE EXISTS (SELECT 1 FROM embeddings)",
     ],
-    # issue 14c: record history, the change feed, and relationships valid in time. A triple
+    # record history, the change feed, and relationships valid in time. A triple
     # (from_id, to_id, label) has at most one OPEN edge (valid_to NULL); closed ones are kept beside
     # it, so the table-level UNIQUE becomes a partial unique index (a table rebuild: SQLite cannot
     # drop a constraint; see _rebuild_relationships_for_validity).
@@ -272,7 +272,7 @@ MIGRATIONS: list[list[str | Callable[[sqlite3.Connection], None]]] = [
         "CREATE UNIQUE INDEX idx_relationships_open ON relationships(from_id, to_id, label) WHERE valid_to IS NULL",
         "CREATE INDEX idx_relationships_from ON relationships(from_id, label)",
     ],
-    # "listing" (issue 14, item 3): the keyset lists read each kind in (created_at, id) order,
+    # "listing": the keyset lists read each kind in (created_at, id) order,
     # across sessions too; these indexes make a page a range scan, not a sort of the whole table
     [
         "CREATE INDEX idx_sessions_created ON sessions(created_at, id)",
@@ -281,7 +281,7 @@ MIGRATIONS: list[list[str | Callable[[sqlite3.Connection], None]]] = [
         "CREATE INDEX idx_relationships_created ON relationships(created_at, id)",
         "CREATE INDEX idx_summaries_created ON summaries(created_at, id)",
     ],
-    # "session page" (issue 15): a session's page counts its live episodes; with ``expires_at`` in
+    # "session page": a session's page counts its live episodes; with ``expires_at`` in
     # the session index that count reads the index alone instead of every row of the session
     # (measured: 112 -> 33 us for a session of 200 episodes). Same name, same leading columns: every
     # query that used the index still does.

@@ -1,4 +1,4 @@
-"""Hostile clients (issue 11): one datetime rule, JSON-only bodies, opt-in CORS, unknown fields,
+"""Hostile clients: one datetime rule, JSON-only bodies, opt-in CORS, unknown fields,
 strict path ids, Allow on 405, authentication before routing, and a start-up warning."""
 
 from __future__ import annotations
@@ -127,7 +127,7 @@ UNKNOWN_FIELD_BODIES = [
     ("DELETE", "/relationships", {"fromId": 1, "toId": 2, "label": "l", "id": 1}, "id"),
     ("POST", "/summaries", {"sessionId": "{sid}", "content": "c", "title": "t"}, "title"),
     ("POST", "/search", {"query": "x", "filters": {"sessionId": 1}}, "filters"),
-    # minScore became a field with issue 14; its misspellings stay unknown
+    # minScore is a field; its misspellings stay unknown
     ("POST", "/search", {"query": "x", "min_score": 0.5}, "min_score"),
     ("POST", "/search", {"query": "x", "filter": {"meta": {}}}, "filter.meta"),
     ("POST", "/context", {"query": "x", "sessionId": "{sid}", "tokenBudget": 10, "maxTokens": 5}, "maxTokens"),

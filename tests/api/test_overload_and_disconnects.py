@@ -1,4 +1,4 @@
-"""Admission control and clients that hang up (issue 11), driven through the real app's ASGI
+"""Admission control and clients that hang up, driven through the real app's ASGI
 callable so the exact messages a server would pass are under the test's control."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 14: owners (userId/agentId) on sessions, entities and relationships; scoped /search and
+"""Owners (userId/agentId) on sessions, entities and relationships; scoped /search and
 /context; metadata filters and minScore in /search."""
 
 from __future__ import annotations

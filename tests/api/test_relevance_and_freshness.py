@@ -1,4 +1,4 @@
-"""Issue 30 through the API: the relevance floor on /search and /context, relevance-first context
+"""Through the API: the relevance floor on /search and /context, relevance-first context
 under a budget with its omissions, and read-your-writes with the ``pending`` count."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Bad input is a clear 400 naming the problem, on every route and MCP tool (issue 11, item 6):
+"""Bad input is a clear 400 naming the problem, on every route and MCP tool:
 undeclared or repeated query parameters, numbers in other spellings than plain decimal digits,
 numbers and booleans sent as strings in bodies, null in PATCH (JSON Merge Patch), HEAD, and
 ``asOf`` on GET /relationships."""

@@ -1,5 +1,5 @@
 """/health tells the truth without waiting on anything, and a poison record cannot block the
-others (issue 11): a hung embedder, a really full disk (a tmpfs), a record the embedder refuses."""
+others: a hung embedder, a really full disk (a tmpfs), a record the embedder refuses."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Acknowledged writes survive power loss by default: no caller is answered before its commit's
 WAL frames have been fsynced (``SQLITE_SYNCHRONOUS=full``: the writer commits in WAL mode and
 fdatasyncs the WAL after COMMIT has let the write lock go, ``adapters/sqlite/connection.py``);
-``SQLITE_SYNCHRONOUS=normal`` is the documented trade (issue 11). The power-cut test
+``SQLITE_SYNCHRONOUS=normal`` is the documented trade. The power-cut test
 (tests/e2e/test_power_loss.py) shows both on a real disk."""
 
 from __future__ import annotations

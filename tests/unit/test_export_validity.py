@@ -1,4 +1,4 @@
-"""Export/import carries relationships' validity (issue 14c); history and the change feed are
+"""Export/import carries relationships' validity; history and the change feed are
 not part of the export format (they describe changes to this store, not its records)."""
 
 from __future__ import annotations

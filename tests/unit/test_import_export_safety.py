@@ -1,4 +1,4 @@
-"""Import trusts nothing; export, backup and the database are private and never clobber (issue 11)."""
+"""Import trusts nothing; export, backup and the database are private and never clobber."""
 
 from __future__ import annotations
 

@@ -166,7 +166,7 @@ async def test_a_failing_vector_index_defers_the_jobs_without_losing_them(world)
     assert await index.count("episodes") == 1
 
 
-# -- poison records (issue 11) ---------------------------------------------------------------------
+# -- poison records ---------------------------------------------------------------------
 async def _episodes(store, sid, count, poison_at=()):
     texts = [("POISON " if i in poison_at else "") + f"message {i}" for i in range(count)]
     return await store.uow.run(lambda tx: writes.add_episodes(tx, [NewEpisode(sid, text, "reply") for text in texts]))

@@ -1,4 +1,4 @@
-"""Credentials never reach a log line, a stored error or /health (issue 11)."""
+"""Credentials never reach a log line, a stored error or /health."""
 
 from __future__ import annotations
 

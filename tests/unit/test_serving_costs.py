@@ -1,4 +1,4 @@
-"""What the per-request trimming of issue 15 must not change: point reads answered on the event
+"""What the per-request trimming must not change: point reads answered on the event
 loop see every committed write, and proxy headers are read only from configured proxies."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 14c's migration on a database written by the version-3 schema: relationships keep their
+"""The record-history migration on a database written by the version-3 schema: relationships keep their
 rows and ids, get validity columns, and one open edge per triple is enforced; history and events
 tables exist."""
 
@@ -75,7 +75,7 @@ def test_relationships_still_cascade_from_their_entities(v3: sqlite3.Connection)
 
 
 def test_the_rebuild_keeps_columns_and_indexes_an_earlier_migration_added(v3: sqlite3.Connection) -> None:
-    # Issue 14a's owners migration (version 4) runs before this one: a column and an index of its own.
+    # The owners migration (version 4) runs before this one: a column and an index of its own.
     v3.execute("BEGIN")
     for statement in MIGRATIONS[3]:
         statement(v3) if callable(statement) else v3.execute(statement)
