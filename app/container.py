@@ -78,11 +78,15 @@ def _postgres_store(url: str, event_retention: int):
 
 
 def _api_keys(store):
-    # Keys live in the records' store (SQLite: the ``api_keys`` table); the in-memory store's double beside it.
+    # Keys live in the records' store (its ``api_keys`` table); the in-memory store's double beside it.
     if isinstance(store, SqliteStore):
         from adapters.sqlite.api_keys import SqliteApiKeys
 
         return SqliteApiKeys(store.database)
+    if type(store).__name__ == "PostgresStore":  # imported only when chosen (psycopg loads with it)
+        from adapters.postgres.api_keys import PostgresApiKeys
+
+        return PostgresApiKeys(store.database)
     from adapters.memory.api_keys import InMemoryApiKeys
 
     return InMemoryApiKeys()
