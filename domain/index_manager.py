@@ -264,9 +264,7 @@ class IndexManager(Verification, StoreSource):
                         await self._build(state)
                 if time.monotonic() >= self._next_verify:
                     self._next_verify = time.monotonic() + self._verify_seconds
-                    # Processes sharing a store (and an index) verify and heal it one at a time.
-                    turn = await self._store.operations.maintenance_turn("index-verify")
-                    for state in self._states.values() if turn else ():
+                    for state in self._states.values():
                         await self.verify(state.name)
                 for state in self._states.values():
                     if state.usable and state.building is None and state.wanted is None and \
