@@ -102,7 +102,9 @@ def _maintenance_lock(s: Settings):
     # Every process serving one store meets on the same lock (building it opens nothing).
     if s.store == "sqlite" and s.sqlite_path not in ("", ":memory:"):
         return SqliteMaintenanceLock(s.sqlite_path)
-    if s.store == "postgres":
+    if s.store == "postgres" and s.vector_index == "server":
+        # Replicas sharing a Qdrant server maintain it one at a time; an index private to each
+        # process (memory, edge) is maintained by that process, with the lock of its own below.
         from adapters.postgres.maintenance_lock import PostgresMaintenanceLock  # psycopg loads only when chosen
 
         return PostgresMaintenanceLock(s.database_url)
@@ -196,8 +198,9 @@ async def _running_monitor(monitor, *outlives) -> AsyncIterator:
 def _expiry_sweeper(expiry, seconds: float, lock):
     from app.expiry import ExpirySweeper
 
-    # Processes sharing a store sweep it one at a time: the holder of its maintenance lock (which
-    # the sweep takes when no process holds it, e.g. the index manager has not started yet).
+    # Processes sharing a store's maintenance lock sweep it one at a time: its holder (the sweep
+    # takes the lock when no process holds it, e.g. before the index manager starts). Replicas
+    # with a lock each may sweep together: an expired row is deleted by one (SKIP LOCKED on PostgreSQL).
     return ExpirySweeper(expiry, seconds, lock.try_acquire)
 
 

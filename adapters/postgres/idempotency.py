@@ -43,6 +43,7 @@ class IdempotencyTx(Writes):
 
     def delete_expired(self, now: str, limit: int) -> int:
         return self._conn.execute(
-            "DELETE FROM idempotency_keys WHERE ctid IN"
-            " (SELECT ctid FROM idempotency_keys WHERE expires_at <= %s LIMIT %s)", (now, limit)).rowcount
+            # SKIP LOCKED: replicas sweeping at once take different rows instead of waiting on each other.
+            "DELETE FROM idempotency_keys WHERE (caller, key) IN (SELECT caller, key FROM idempotency_keys"
+            " WHERE expires_at <= %s LIMIT %s FOR UPDATE SKIP LOCKED)", (now, limit)).rowcount
 
