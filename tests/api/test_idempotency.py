@@ -14,6 +14,7 @@ from litestar.testing import TestClient
 
 from app.idempotency import REPLAYED
 from app.main import create_app
+from tests.api.test_api_keys import ADMIN_KEY, bearer, issue
 from tests.api.test_errors import assert_error
 
 GUARD = 20  # seconds: a hang guard only
@@ -90,14 +91,16 @@ def test_the_same_key_on_another_path_is_a_422(client, session_id):
     assert_error(client.post("/entities", json={"name": "a", "type": "b"}, headers=headers), 422, "Idempotency-Key")
 
 
-def test_a_key_belongs_to_its_caller(client, session_id):
-    key = str(uuid.uuid4())
-    body = {"sessionId": session_id, "content": "s"}
-    for token in ("alice", "bob"):
-        response = client.post("/summaries", json=body, headers={"Idempotency-Key": key,
-                                                                  "Authorization": f"Bearer {token}"})
-        assert response.status_code == 201 and REPLAYED not in response.headers
-    assert len(client.get(f"/sessions/{session_id}/summaries").json()) == 2
+def test_a_key_belongs_to_its_caller(make_settings):
+    # The caller is the API key a request is made with: two keys, one Idempotency-Key, two writes.
+    with TestClient(create_app(make_settings(memory_api_key=ADMIN_KEY))) as client:
+        client.headers.update(bearer(ADMIN_KEY))
+        session_id = client.post("/sessions", json={"externalId": "conv-1"}).json()["id"]
+        key, body = str(uuid.uuid4()), {"sessionId": session_id, "content": "s"}
+        for token in (issue(client, name="alice"), issue(client, name="bob")):
+            response = client.post("/summaries", json=body, headers={"Idempotency-Key": key, **bearer(token)})
+            assert response.status_code == 201 and REPLAYED not in response.headers
+        assert len(client.get(f"/sessions/{session_id}/summaries").json()) == 2
 
 
 def test_a_failed_write_stores_no_answer_and_its_retry_is_a_new_attempt(client):
