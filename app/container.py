@@ -78,11 +78,15 @@ def _postgres_store(url: str, event_retention: int):
 
 
 def _api_keys(store):
-    # Keys live in the records' store (SQLite: the ``api_keys`` table); the in-memory store's double beside it.
+    # Keys live in the records' store (its ``api_keys`` table); the in-memory store's double beside it.
     if isinstance(store, SqliteStore):
         from adapters.sqlite.api_keys import SqliteApiKeys
 
         return SqliteApiKeys(store.database)
+    if type(store).__name__ == "PostgresStore":  # imported only when chosen (psycopg loads with it)
+        from adapters.postgres.api_keys import PostgresApiKeys
+
+        return PostgresApiKeys(store.database)
     from adapters.memory.api_keys import InMemoryApiKeys
 
     return InMemoryApiKeys()
@@ -95,9 +99,15 @@ def _authenticator(keys, bootstrap: str | None, default_rate: float, cache_secon
 
 
 def _maintenance_lock(s: Settings):
-    # Every process serving one store meets on the same lock (taking it opens no connection).
+    # Every process serving one store meets on the same lock (building it opens nothing).
     if s.store == "sqlite" and s.sqlite_path not in ("", ":memory:"):
         return SqliteMaintenanceLock(s.sqlite_path)
+    if s.store == "postgres" and s.vector_index == "server":
+        # Replicas sharing a Qdrant server maintain it one at a time; an index private to each
+        # process (memory, edge) is maintained by that process, with the lock of its own below.
+        from adapters.postgres.maintenance_lock import PostgresMaintenanceLock  # psycopg loads only when chosen
+
+        return PostgresMaintenanceLock(s.database_url)
     return InMemoryMaintenanceLock()  # a store no other process sees
 
 
@@ -185,10 +195,13 @@ async def _running_monitor(monitor, *outlives) -> AsyncIterator:
             log.exception("stopping the health monitor failed")
 
 
-def _expiry_sweeper(expiry, seconds: float, store):
+def _expiry_sweeper(expiry, seconds: float, lock):
     from app.expiry import ExpirySweeper
 
-    return ExpirySweeper(expiry, seconds, store.operations.maintenance_turn)
+    # Processes sharing a store's maintenance lock sweep it one at a time: its holder (the sweep
+    # takes the lock when no process holds it, e.g. before the index manager starts). Replicas
+    # with a lock each may sweep together: an expired row is deleted by one (SKIP LOCKED on PostgreSQL).
+    return ExpirySweeper(expiry, seconds, lock.try_acquire)
 
 
 def _health_monitor(container):
@@ -205,10 +218,13 @@ def _service_metrics(indexing):
     return metrics
 
 
-def _embedding_worker(indexing, batch: int, manager):
+def _embedding_worker(indexing, batch: int, manager, store_kind: str):
     from app.worker import EmbeddingWorker
 
-    # One process per store drains the outbox: the one maintaining the index (app.worker).
+    if store_kind == "postgres":
+        # Every replica drains: a claim locks its jobs (FOR UPDATE SKIP LOCKED), so no two take one.
+        return EmbeddingWorker(indexing, batch=batch)
+    # One process per SQLite file drains the outbox: the one maintaining the index (app.worker).
     return EmbeddingWorker(indexing, batch=batch, drains=lambda: getattr(manager, "maintaining", True))
 
 
@@ -285,7 +301,8 @@ class Container(containers.DeclarativeContainer):
     users = providers.Singleton(UserService, store)
     expiry = providers.Singleton(ExpiryService, store)
     expiry_sweeper = providers.Singleton(_expiry_sweeper, expiry,
-                                         providers.Callable(_setting("expiry_sweep_seconds"), settings), store)
+                                         providers.Callable(_setting("expiry_sweep_seconds"), settings),
+                                         maintenance_lock)
     indexing = providers.Singleton(IndexingService, store, index_manager, embedder,
                                    max_attempts=providers.Callable(_setting("embedding_max_attempts"), settings))
     # The app's metrics: SearchService gets their leg observer when it is built (a hook wired
@@ -310,7 +327,7 @@ class Container(containers.DeclarativeContainer):
         providers.Callable(_setting("key_cache_seconds"), settings))
     events = providers.Singleton(EventService, store)
     worker = providers.Singleton(_embedding_worker, indexing, providers.Callable(_setting("worker_batch"), settings),
-                                 index_manager)
+                                 index_manager, providers.Callable(_setting("store"), settings))
     health = providers.Singleton(_health_monitor, __self__)
 
     # -- lifecycles: awaiting one hands its object over to the container, which closes it at
@@ -326,7 +343,8 @@ class Container(containers.DeclarativeContainer):
     worker_running = providers.Resource(_running_worker, worker, providers.Callable(_setting("worker_enabled"), settings),
                                         index_manager_resource)
     health_running = providers.Resource(_running_monitor, health, worker_running)
-    expiry_running = providers.Resource(_running_monitor, expiry_sweeper, store_resource)
+    # The sweep may take the maintenance lock: it stops before the lock is let go.
+    expiry_running = providers.Resource(_running_monitor, expiry_sweeper, store_resource, maintenance_lock_resource)
 
 
 def build_container(settings: Settings) -> Container:

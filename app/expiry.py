@@ -17,9 +17,9 @@ log = logging.getLogger(__name__)
 
 class ExpirySweeper:
     def __init__(self, expiry: ExpiryService, seconds: float,
-                 turn: Callable[[str], Awaitable[bool]] | None = None) -> None:
+                 turn: Callable[[], Awaitable[bool]] | None = None) -> None:
         self._expiry = expiry
-        self._turn = turn  # processes sharing the store sweep one at a time (StoreOperations.maintenance_turn)
+        self._turn = turn  # processes sharing the store sweep one at a time (ports.maintenance)
         self._seconds = seconds
         self._task: asyncio.Task | None = None
         self.purged = 0  # records purged since start
@@ -38,7 +38,7 @@ class ExpirySweeper:
             self._task = None
 
     async def sweep(self) -> dict[str, int]:
-        if self._turn is not None and not await self._turn("expiry"):
+        if self._turn is not None and not await self._turn():
             return {}
         purged = await self._expiry.purge()
         self.purged += sum(purged.values())

@@ -1,9 +1,10 @@
 """``memory-service migrate-store``: copy a SQLite store into an empty PostgreSQL database.
 
 Every record keeps its id (clients hold them), and so do history versions, change-feed seqs and
-outbox jobs; each record's stored embedding and the index manifest come along (store id included),
+outbox jobs and API keys; each record's stored embedding and the index manifest come along (store id included),
 so the vector index already built for the SQLite store is still this store's index, and nothing
-needs embedding again. The copy is one transaction: a failure leaves the target empty.
+needs embedding again. Issued API keys keep working, and keyed writes' stored answers still answer
+their retries. The copy is one transaction: a failure leaves the target empty.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from adapters.sqlite.schema import SCHEMA_VERSION as SQLITE_SCHEMA_VERSION
 
 # Parents before children (foreign keys), the manifest's models before its generations.
 TABLES = ("sessions", "episodes", "entities", "relationships", "summaries", "embedding_outbox", "index_meta",
-          "index_models", "index_generations", "embeddings", "record_history", "change_events")
+          "index_models", "index_generations", "embeddings", "record_history", "change_events", "idempotency_keys",
+          "api_keys")
 _IDENTITY = {"record_history": "version", "change_events": "seq"}  # else "id", where the table has one
 _BATCH = 1_000
 
@@ -50,7 +52,8 @@ def _copy_table(source: sqlite3.Connection, target, table: str) -> int:
     if table == "index_meta":  # this store's own manifest row replaces the one the target made
         target.execute("DELETE FROM index_meta")
     names = columns + list(derived)
-    marks = ", ".join("%s::jsonb" if kinds[c] == "jsonb" else "%s" for c in names)
+    # SQLite keeps JSON as text and booleans as 0/1 integers.
+    marks = ", ".join({"jsonb": "%s::jsonb", "boolean": "%s::int::boolean"}.get(kinds[c], "%s") for c in names)
     insert = f"INSERT INTO {table} ({', '.join(names)}) VALUES ({marks})"
     cursor = source.execute(f"SELECT {', '.join(columns)} FROM {table}")
     copied = 0
@@ -78,7 +81,8 @@ def migrate_store(sqlite_path: str, database_url: str, progress: Callable[[str, 
         try:
             def copy(conn) -> dict[str, int]:
                 held = conn.execute("SELECT (SELECT count(*) FROM sessions) + (SELECT count(*) FROM entities)"
-                                    " + (SELECT count(*) FROM change_events)").fetchone()[0]
+                                    " + (SELECT count(*) FROM change_events) + (SELECT count(*) FROM api_keys)"
+                                    ).fetchone()[0]
                 if held:
                     raise MigrationError("the target database already holds records; migrate into an empty one")
                 copied = {}

@@ -36,7 +36,7 @@ log = logging.getLogger("nexusai.app")
 _PR_SET_PDEATHSIG = 1
 STARTUP_FAILURE = 3  # uvicorn's exit code for "failed before serving": the supervisor then stops
 SHARED_ENGINES = ("several workers need engines that processes share: VECTOR_INDEX=server (a Qdrant server at "
-                  "QDRANT_URL) over a SQLite file or STORE=postgres")
+                  "QDRANT_URL) together with STORE=postgres or STORE=sqlite on a file")
 
 
 def usable_cores(cgroup: Path = Path("/sys/fs/cgroup"), membership: Path = Path("/proc/self/cgroup")) -> int:

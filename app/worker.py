@@ -26,10 +26,11 @@ GATHER_SECONDS = 0.05  # between passes under a steady flow: what the vector ind
 
 
 class EmbeddingWorker:
-    """Drains the outbox while ``drains()`` says so. Where several processes serve one store, only
-    the one maintaining the index drains it: two drainers could take the same jobs, and one that
-    read a record before it was changed could upsert the old text's vector after the other wrote
-    the new one's. The others' writes are picked up within ``IDLE_SECONDS``."""
+    """Drains the outbox while ``drains()`` says so. Where several processes serve one SQLite file,
+    only the one maintaining the index drains it: two drainers could take the same jobs, and one
+    that read a record before it was changed could upsert the old text's vector after the other
+    wrote the new one's. The others' writes are picked up within ``IDLE_SECONDS``. On PostgreSQL
+    every process drains: a claim locks the jobs it takes, so no job is taken twice."""
 
     def __init__(self, indexing: IndexingService, batch: int = 64, gather: float = GATHER_SECONDS,
                  drains: Callable[[], bool] = lambda: True) -> None:

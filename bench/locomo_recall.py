@@ -109,8 +109,9 @@ def main() -> None:
 
 def budget_counter(enabled: bool) -> dict[str, int]:
     """Counts the keyword searches the budget rule bounded (``enabled=False``: the rule is off and
-    counts what it would have bounded), by wrapping the rule where both keyword adapters call it."""
+    counts what it would have bounded), by wrapping the rule where every keyword adapter calls it."""
     from adapters.memory import keyword_index as memory_keywords
+    from adapters.postgres import keyword_index as postgres_keywords
     from adapters.sqlite import keyword_index as sqlite_keywords
     from domain.keywords import KeywordPlan, within_budget
 
@@ -124,7 +125,7 @@ def budget_counter(enabled: bool) -> dict[str, int]:
         planned["newest"] += plan.newest is not None
         return plan if enabled else KeywordPlan(query)
 
-    sqlite_keywords.within_budget = memory_keywords.within_budget = counted_rule
+    sqlite_keywords.within_budget = memory_keywords.within_budget = postgres_keywords.within_budget = counted_rule
     return planned
 
 

@@ -161,9 +161,16 @@ class IndexManager(Verification, StoreSource):
                 f"being built by the process maintaining the index (pid {holder or 'unknown'})")
 
     async def _take_over(self) -> bool:
-        """Follow, or take the maintenance over once its holder has gone: True while maintaining."""
+        """Follow, or take the maintenance over once its holder has gone: True while maintaining.
+        A holder asks again too: a lock held by a database session (PostgreSQL) is lost with it,
+        and another process may hold it since; this one then follows that one."""
         if self.maintaining:
-            return True
+            if self._maintenance is None or await self._maintenance.try_acquire():
+                return True
+            log.warning("the maintenance lock was lost; following the process that holds it now")
+            self.maintaining = False
+            await self._follow()
+            return False
         if self._maintenance is not None and await self._maintenance.try_acquire():
             log.info("this process now maintains the vector index")
             for state in self._states.values():
@@ -264,9 +271,7 @@ class IndexManager(Verification, StoreSource):
                         await self._build(state)
                 if time.monotonic() >= self._next_verify:
                     self._next_verify = time.monotonic() + self._verify_seconds
-                    # Processes sharing a store (and an index) verify and heal it one at a time.
-                    turn = await self._store.operations.maintenance_turn("index-verify")
-                    for state in self._states.values() if turn else ():
+                    for state in self._states.values():
                         await self.verify(state.name)
                 for state in self._states.values():
                     if state.usable and state.building is None and state.wanted is None and \

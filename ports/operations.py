@@ -22,14 +22,6 @@ class StoreOperations(Protocol):
         short description of the problem; never raises."""
         ...
 
-    async def maintenance_turn(self, task: str) -> bool:
-        """Whether this process may run the maintenance ``task`` now (``"index-verify"``,
-        ``"expiry"``: work that must not run twice at once over a store several processes share).
-        At most one process holds a task's turn; it keeps it (asking again answers ``True``) until
-        it closes the store or dies, then another may take it. A store only one process opens
-        answers ``True``. Never raises: a store that cannot be asked answers ``False``."""
-        ...
-
     async def close(self) -> None:
         """Finish queued writes and release files (idempotent)."""
         ...

@@ -21,8 +21,5 @@ class MemoryOperations:
     async def health(self) -> str | None:
         return None
 
-    async def maintenance_turn(self, task: str) -> bool:
-        return True  # one process holds the data: its turn always
-
     async def close(self) -> None:
         return None

@@ -87,17 +87,8 @@ def translate_error(exc: psycopg.Error) -> DomainError:
 
 
 def lock_key(name: str) -> int:
-    """A stable 32-bit key for ``pg_try_advisory_lock`` from a lock's name."""
+    """A stable 32-bit key for an advisory lock from the lock's name."""
     return zlib.crc32(f"nexus-memory:{name}".encode())
-
-
-def _release(conn: psycopg.Connection) -> None:
-    """Release a held lock's session at once (the server ends a closed session a moment later)."""
-    try:
-        conn.execute("SELECT pg_advisory_unlock_all()")
-    except psycopg.Error:
-        pass  # the session is gone already, and its locks with it
-    conn.close()
 
 
 class PostgresDatabase:
@@ -115,8 +106,6 @@ class PostgresDatabase:
             self._pool.close()
             raise Unavailable(f"cannot connect to PostgreSQL at DATABASE_URL: {exc}") from None
         self._closed = False
-        self._held: dict[str, psycopg.Connection] = {}  # maintenance locks held, by name
-        self._held_lock = threading.Lock()
 
     @contextmanager
     def _transaction(self) -> Iterator[psycopg.Connection]:
@@ -148,31 +137,6 @@ class PostgresDatabase:
         return await asyncio.to_thread(self.read_sync, fn)
 
     # -- coordination between service processes -------------------------------------------------
-    def try_lock(self, name: str) -> bool:
-        """Take the session-level advisory lock ``name`` on a connection kept aside for it: ``True``
-        when this process holds it now (also when it already did). A process that dies releases it
-        with its connection, so a crashed replica never blocks the others."""
-        with self._held_lock:
-            if name in self._held:
-                return True
-            conn = psycopg.connect(self.url, autocommit=True)
-            try:
-                got = conn.execute("SELECT pg_try_advisory_lock(%s)", (lock_key(name),)).fetchone()[0]
-            except BaseException:
-                conn.close()
-                raise
-            if not got:
-                conn.close()
-                return False
-            self._held[name] = conn
-            return True
-
-    def unlock(self, name: str) -> None:
-        with self._held_lock:
-            conn = self._held.pop(name, None)
-        if conn is not None:
-            _release(conn)
-
     def listen(self, channel: str, callback: Callable[[], None]) -> None:
         """Call ``callback`` (on a thread of its own) at each ``NOTIFY channel`` any process sends,
         and after each (re)connection, when one may have been missed; until ``close``."""
@@ -201,8 +165,4 @@ class PostgresDatabase:
         if self._closed:
             return
         self._closed = True
-        with self._held_lock:
-            held, self._held = list(self._held.values()), {}
-        for conn in held:
-            _release(conn)
         self._pool.close()

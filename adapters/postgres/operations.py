@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
-import logging
-
 import psycopg
 
 from adapters.postgres.reads import Reads
 from domain.models import utc_now
 from domain.record_kinds import NAMES
 
-log = logging.getLogger(__name__)
 _COUNTED = ("sessions", "episodes", "entities", "relationships", "summaries", "embedding_outbox")
 
 
@@ -44,15 +40,6 @@ class PostgresOperations(Reads):
             return None
         except Exception as exc:  # health must report, never raise
             return f"{type(exc).__name__}: {exc}"
-
-    async def maintenance_turn(self, task: str) -> bool:
-        # A session advisory lock on a connection of its own: held until this store closes or the
-        # process dies (PostgreSQL ends the session, and the lock with it).
-        try:
-            return await asyncio.to_thread(self._db.try_lock, task)
-        except Exception as exc:  # asked, never raises: not this process's turn
-            log.warning("maintenance turn %r not taken: %s", task, exc)
-            return False
 
     async def close(self) -> None:
         self._db.close()

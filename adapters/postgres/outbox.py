@@ -16,7 +16,7 @@ import psycopg
 from adapters.postgres import rows
 from adapters.postgres.reads import Reads, Writes
 from domain.models import format_timestamp, utc_now
-from domain.outbox import CLAIM_LEASE, Backlog, JobOp, OutboxJob
+from domain.outbox import CLAIM_LEASE, Backlog, JobOp, OutboxJob, OutboxScope, ScopePending
 from domain.record_kinds import KINDS, Source
 
 _INSERT = ("INSERT INTO embedding_outbox(collection, op, ref_id, next_attempt_at, created_at)"
@@ -81,6 +81,30 @@ class PostgresOutbox(Reads):
             last = conn.execute("SELECT last_error FROM embedding_outbox WHERE last_error IS NOT NULL"
                                 " ORDER BY id DESC LIMIT 1").fetchone()
             return Backlog(pending, oldest, last[0] if last else None, failing or 0, dead or 0)
+
+        return await self._db.read(op)
+
+    async def pending_in_scope(self, collection: Source, scope: OutboxScope, limit: int) -> ScopePending:
+        kind = KINDS[collection]
+        where, params = ["o.collection = %s", "o.op = 'upsert'", "o.dead_at IS NULL"], [collection]
+        if scope.session_id is not None and kind.in_sessions:
+            where.append("r.session_id = %s")
+            params.append(scope.session_id)
+        if scope.user_id is not None:
+            where.append("r.user_id = %s")
+            params.append(scope.user_id)
+        if scope.agent_id is not None and kind.in_sessions:
+            where.append("r.agent_id = %s")
+            params.append(scope.agent_id)
+        # The record's own table bounds the scope: a job whose record is gone is not pending here.
+        body = f" FROM embedding_outbox o JOIN {kind.name} r ON r.id = o.ref_id WHERE {' AND '.join(where)}"
+
+        def op(conn: psycopg.Connection) -> ScopePending:
+            total = conn.execute("SELECT count(*)" + body, params).fetchone()[0]
+            if not total or limit <= 0:
+                return ScopePending([], total)
+            found = conn.execute("SELECT o.*" + body + " ORDER BY o.id LIMIT %s", [*params, limit]).fetchall()
+            return ScopePending([rows.job_of(r) for r in found], total)
 
         return await self._db.read(op)
 

@@ -200,6 +200,38 @@ MIGRATIONS: list[list[str]] = [
             session_id bigint,
             user_id text)""",
     ],
+    # version 2: idempotency keys, a keyed write's answer stored in the write's own transaction, so
+    # a retry after a lost answer is answered from here instead of writing again; keyed by the
+    # caller too, so one caller's key never answers another's request
+    [
+        """CREATE TABLE idempotency_keys (
+            caller text NOT NULL,
+            key text NOT NULL,
+            fingerprint text NOT NULL,
+            status integer NOT NULL,
+            body bytea NOT NULL,
+            created_at text NOT NULL,
+            expires_at text NOT NULL,
+            PRIMARY KEY (caller, key))""",
+        "CREATE INDEX idx_idempotency_expiry ON idempotency_keys(expires_at)",
+    ],
+    # version 3: API keys as records, stored by the sha256 hash of the secret only
+    # (``domain.access``); ``scopes`` is a comma-separated list; a revoked key stays listed
+    [
+        """CREATE TABLE api_keys (
+            id bigserial PRIMARY KEY,
+            name text NOT NULL,
+            key_hash text NOT NULL UNIQUE,
+            scopes text NOT NULL,
+            user_id text,
+            agent_id text,
+            expires_at text,
+            rate_limit double precision,
+            global_read boolean NOT NULL DEFAULT TRUE,
+            created_at text NOT NULL,
+            last_used_at text,
+            revoked_at text)""",
+    ],
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -6,6 +6,7 @@ from adapters.postgres.database import PostgresDatabase
 from adapters.postgres.entities import PostgresEntities
 from adapters.postgres.episodes import PostgresEpisodes
 from adapters.postgres.history import PostgresEvents, PostgresHistory
+from adapters.postgres.idempotency import PostgresIdempotency
 from adapters.postgres.keyword_index import PostgresKeywordIndex
 from adapters.postgres.listing import PostgresListing
 from adapters.postgres.operations import PostgresOperations
@@ -32,6 +33,7 @@ class PostgresStore:
         self.operations = PostgresOperations(db)
         self.history = PostgresHistory(db)
         self.events = PostgresEvents(db)
+        self.idempotency = PostgresIdempotency(db)
         self.uow = PostgresUnitOfWork(db, event_retention)
 
     @classmethod

@@ -16,6 +16,7 @@ from adapters.postgres.database import PostgresDatabase
 from adapters.postgres.entities import EntityTx
 from adapters.postgres.episodes import EpisodeTx
 from adapters.postgres.history import EventTx, HistoryTx
+from adapters.postgres.idempotency import IdempotencyTx
 from adapters.postgres.outbox import OutboxTx
 from adapters.postgres.sessions import SessionTx
 from adapters.postgres.summaries import SummaryTx
@@ -27,7 +28,7 @@ T = TypeVar("T")
 class PostgresTransaction:
     """The repositories of one unit, bound to its connection while it runs."""
 
-    __slots__ = ("sessions", "episodes", "entities", "summaries", "outbox", "history", "events")
+    __slots__ = ("sessions", "episodes", "entities", "summaries", "outbox", "history", "events", "idempotency")
 
     def __init__(self, conn: psycopg.Connection, event_retention: int = DEFAULT_EVENT_RETENTION) -> None:
         self.sessions = SessionTx(conn)
@@ -37,6 +38,7 @@ class PostgresTransaction:
         self.outbox = OutboxTx(conn)
         self.history = HistoryTx(conn)
         self.events = EventTx(conn, event_retention)
+        self.idempotency = IdempotencyTx(conn)
 
 
 class PostgresUnitOfWork:

@@ -46,10 +46,5 @@ class SqliteOperations(Reads):
         except Exception as exc:  # health must report, never raise
             return f"{type(exc).__name__}: {exc}"
 
-    async def maintenance_turn(self, task: str) -> bool:
-        # Processes sharing the file divide the index's work by its owner lock (app.index_role);
-        # what this store is asked for is always this process's turn.
-        return True
-
     async def close(self) -> None:
         self._db.close()

@@ -14,6 +14,7 @@ from litestar.testing import TestClient
 
 from app.idempotency import REPLAYED
 from app.main import create_app
+from tests.api.test_api_keys import ADMIN_KEY, bearer, issue
 from tests.api.test_errors import assert_error
 
 GUARD = 20  # seconds: a hang guard only
@@ -91,22 +92,15 @@ def test_the_same_key_on_another_path_is_a_422(client, session_id):
 
 
 def test_a_key_belongs_to_its_caller(make_settings):
-    # Each API key has its own key space: the same Idempotency-Key from two keys is two writes.
-    admin = {"Authorization": "Bearer admin-key"}
-    with TestClient(create_app(make_settings(memory_api_key="admin-key"))) as client:
-        session_id = client.post("/sessions", json={"externalId": "conv-1"}, headers=admin).json()["id"]
-        secrets = [client.post("/admin/keys", json={"name": name}, headers=admin).json()["key"]
-                   for name in ("alice", "bob")]
-        key = str(uuid.uuid4())
-        body = {"sessionId": session_id, "content": "s"}
-        for secret in secrets:
-            response = client.post("/summaries", json=body, headers={"Idempotency-Key": key,
-                                                                      "Authorization": f"Bearer {secret}"})
+    # The caller is the API key a request is made with: two keys, one Idempotency-Key, two writes.
+    with TestClient(create_app(make_settings(memory_api_key=ADMIN_KEY))) as client:
+        client.headers.update(bearer(ADMIN_KEY))
+        session_id = client.post("/sessions", json={"externalId": "conv-1"}).json()["id"]
+        key, body = str(uuid.uuid4()), {"sessionId": session_id, "content": "s"}
+        for token in (issue(client, name="alice"), issue(client, name="bob")):
+            response = client.post("/summaries", json=body, headers={"Idempotency-Key": key, **bearer(token)})
             assert response.status_code == 201 and REPLAYED not in response.headers
-        again = client.post("/summaries", json=body, headers={"Idempotency-Key": key,
-                                                               "Authorization": f"Bearer {secrets[0]}"})
-        assert again.headers[REPLAYED] == "true"
-        assert len(client.get(f"/sessions/{session_id}/summaries", headers=admin).json()) == 2
+        assert len(client.get(f"/sessions/{session_id}/summaries").json()) == 2
 
 
 def test_a_failed_write_stores_no_answer_and_its_retry_is_a_new_attempt(client):

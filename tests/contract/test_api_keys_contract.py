@@ -1,4 +1,4 @@
-"""The ApiKeys port's contract, over the in-memory and SQLite adapters."""
+"""The ApiKeys port's contract, over the in-memory, SQLite and PostgreSQL adapters."""
 
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 
 from adapters.memory.api_keys import InMemoryApiKeys
+from adapters.postgres.api_keys import PostgresApiKeys
+from adapters.postgres.store import PostgresStore
 from adapters.sqlite.api_keys import SqliteApiKeys
 from adapters.sqlite.store import SqliteStore
 from domain.access import new_key
@@ -17,10 +19,15 @@ from ports.api_keys import ApiKeys
 NOW = "2026-01-01T00:00:00.000Z"
 
 
-@pytest.fixture(params=["memory", "sqlite"])
+@pytest.fixture(params=["memory", "sqlite", "postgres"])
 async def api_keys(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[ApiKeys]:
     if request.param == "memory":
         yield InMemoryApiKeys()
+        return
+    if request.param == "postgres":
+        opened = PostgresStore.open(request.getfixturevalue("postgres_url"))
+        yield PostgresApiKeys(opened.database)
+        await opened.close()
         return
     store = SqliteStore.open(str(tmp_path / "memory.db"))
     yield SqliteApiKeys(store.database)

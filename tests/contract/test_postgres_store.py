@@ -14,19 +14,6 @@ from domain.keywords import plain_query
 from domain.models import NewEpisode
 
 
-async def test_one_store_at_a_time_holds_a_maintenance_turn(postgres_url: str) -> None:
-    first, second = PostgresStore.open(postgres_url), PostgresStore.open(postgres_url)
-    try:
-        assert await first.operations.maintenance_turn("expiry") is True
-        assert await second.operations.maintenance_turn("expiry") is False
-        assert await second.operations.maintenance_turn("index-verify") is True  # another task, its own turn
-        await first.close()
-        assert await second.operations.maintenance_turn("expiry") is True  # released with its holder
-    finally:
-        await first.close()
-        await second.close()
-
-
 async def test_opening_migrates_once_and_records_the_version(postgres_url: str) -> None:
     for _ in range(2):
         await PostgresStore.open(postgres_url).close()

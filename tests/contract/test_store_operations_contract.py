@@ -41,8 +41,3 @@ async def test_the_store_health_check_writes(store: Store) -> None:
     assert await store.operations.health() is None
     assert await store.operations.health() is None  # the probe row is rewritten, never duplicated
 
-
-async def test_the_holder_of_a_maintenance_turn_keeps_it(store):
-    assert await store.operations.maintenance_turn("expiry") is True
-    assert await store.operations.maintenance_turn("expiry") is True
-    assert await store.operations.maintenance_turn("index-verify") is True

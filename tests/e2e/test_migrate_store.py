@@ -1,16 +1,20 @@
 """``memory-service migrate-store``: a SQLite store copied into PostgreSQL keeps every id, record,
-version, event, job and stored embedding, and the copy serves at once."""
+version, event, job, stored embedding, API key and keyed write's answer, and the copy serves at once."""
 
 from __future__ import annotations
 
 import asyncio
 from pathlib import Path
 
+from adapters.postgres.api_keys import PostgresApiKeys
 from adapters.postgres.catalog import PostgresIndexCatalog
 from adapters.postgres.store import PostgresStore
+from adapters.sqlite.api_keys import SqliteApiKeys
 from adapters.sqlite.catalog import SqliteIndexCatalog
 from adapters.sqlite.store import SqliteStore
 from domain import writes
+from domain.access import new_key
+from domain.idempotency import KeyedAnswer
 from domain.keywords import plain_query
 from domain.listing import ListQuery
 from domain.models import NewEntity, NewEpisode, NewRelationship, NewSummary
@@ -19,6 +23,7 @@ from tests.contract.store_helpers import FAR_FUTURE
 from tests.support.server import run_service, service_env
 
 MODEL = ModelRef("hash", "hash", 4)
+NOW, LATER = "2026-01-01T00:00:00.000Z", "2100-01-01T00:00:00.000Z"
 
 
 async def _fill(path: Path) -> dict:
@@ -35,7 +40,14 @@ async def _fill(path: Path) -> dict:
         catalog = SqliteIndexCatalog(store.database)
         model = await catalog.model_id(MODEL)
         await catalog.store_embeddings("episodes", model, [(episodes[1].id, b"\x01\x02\x03\x04")])
-        return {"session": session, "episodes": episodes[1:], "jobs": await store.outbox.due(100, FAR_FUTURE), "ada": ada, "boat": boat, "summary": summary,
+        keys = SqliteApiKeys(store.database)
+        admin = await keys.create(new_key("admin", scopes=["admin"], now=NOW)[1])
+        bound = await keys.create(new_key("ada's", user_id="ada", global_read=False, rate_limit=2.5, now=NOW)[1])
+        revoked = await keys.revoke(bound.id, NOW)
+        answer = KeyedAnswer("bearer:1", "retry-me", "f" * 64, 201, b'{"id":2,"t":"\xc3\xa9"}', NOW, LATER)
+        await store.uow.run(lambda tx: tx.idempotency.put(answer))
+        return {"keys": [admin, revoked], "answer": answer, "session": session, "episodes": episodes[1:],
+                "jobs": await store.outbox.due(100, FAR_FUTURE), "ada": ada, "boat": boat, "summary": summary,
                 "store_id": await catalog.store_id(), "events": await store.events.bounds(),
                 "history": await store.history.of_record("episodes", episodes[0].id, 0, 10)}
     finally:
@@ -63,6 +75,12 @@ async def _check(url: str, before: dict) -> None:
         assert await catalog.store_id() == before["store_id"]
         [row] = await catalog.embeddings_of("episodes", await catalog.model_id(MODEL), [before["episodes"][0].id])
         assert row.vector == b"\x01\x02\x03\x04"
+        keys = PostgresApiKeys(store.database)
+        assert await keys.list() == before["keys"]
+        assert await keys.by_hash(before["keys"][1].key_hash) == before["keys"][1]
+        assert (await keys.create(new_key("after", now=NOW)[1])).id > before["keys"][-1].id
+        answer = before["answer"]
+        assert await store.idempotency.get(answer.caller, answer.key, NOW) == answer
         # New records continue after the copied ids.
         more = await store.uow.run(lambda tx: writes.add_episodes(tx, [NewEpisode(session.id, "later", "x")]))
         assert more[0].id > before["episodes"][-1].id

@@ -96,3 +96,23 @@ async def test_a_follower_with_no_generation_of_its_model_yet_says_the_maintaine
     assert "being built by the process maintaining the index (pid" in follower.problem()
     await maintainer.close()
     await follower.close()
+
+
+async def test_a_maintainer_that_lost_its_lock_follows_the_new_holder() -> None:
+    world, embedder = World(InMemoryVectorIndex()), FakeEmbedder(DIM)
+    cell = LockCell()
+    first, second = (IndexManager(world.index, world.catalog, world.store, embedder, "fake",
+                                  lock=InMemoryMaintenanceLock(cell), verify_seconds=0.05, check_seconds=0.01)
+                     for _ in range(2))
+    await first.start()
+    await world.add(3)
+    await world.drain(first, embedder)
+    first.run()
+    cell.owner = None  # its database session ended, and the lock with it
+    await second.start()
+    assert second.maintaining
+    await until(lambda: not first.maintaining)
+    assert first.status()["status"] == "consistent"
+    assert len(await first.search("episodes", [1.0] * DIM, 10)) == 3  # served from the new holder's generation
+    await first.close()
+    await second.close()

@@ -34,6 +34,15 @@ def test_over_a_qdrant_server_an_explicit_number_of_workers_is_kept(tmp_path):
     assert resolve_workers(_settings(tmp_path, WORKERS="3", **SHARED)) == 3
 
 
+def test_postgresql_with_a_qdrant_server_runs_several_workers_and_with_edge_one(tmp_path):
+    postgres = {"STORE": "postgres", "DATABASE_URL": "postgresql://memory@127.0.0.1/memory"}  # never contacted here
+    assert resolve_workers(_settings(tmp_path, WORKERS="3", **postgres, **SHARED)) == 3
+    with pytest.raises(ConfigError) as raised:
+        resolve_workers(_settings(tmp_path, WORKERS="2", **postgres))
+    message = str(raised.value)
+    assert "VECTOR_INDEX=edge" in message and "VECTOR_INDEX=server" in message and "together with STORE=postgres" in message
+
+
 @pytest.mark.parametrize("raw", ["-1", "65", "two"])
 def test_a_bad_workers_value_names_the_variable(tmp_path, raw):
     with pytest.raises(ConfigError) as raised:
