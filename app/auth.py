@@ -104,9 +104,11 @@ class Authenticator:
         self._buckets: dict[int, TokenBucket] = {}
 
     def forget(self) -> None:
-        """Drop what is cached (after a key is created or revoked here): the next request reads again."""
+        """Drop what is cached (after a key is created or revoked here): the next request reads again.
+        Whether the service is closed keeps its last known value until then: ``recognizes`` must not
+        take a closed service for an open one in between."""
         self._verified.clear()
-        self._any_keys = (-math.inf, False)
+        self._any_keys = (-math.inf, self._any_keys[1])
 
     async def open_service(self) -> bool:
         """No key of any kind configured: the documented open service."""

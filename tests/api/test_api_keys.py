@@ -231,3 +231,17 @@ def test_an_open_service_issues_no_keys_over_http(client):
     assert refused.status_code == 403 and "memory-service keys" in refused.json()["message"]
     assert client.get("/sessions").status_code == 200  # still open: nobody closed it for everyone else
     assert client.post("/admin/keys", json={"name": "x", "scopes": ["root"]}).status_code == 400
+
+
+def test_a_service_closed_by_stored_keys_stays_closed_to_unknown_paths_after_a_key_is_made(make_settings):
+    # No MEMORY_API_KEY: the first stored key closes the service. Making another one over HTTP must
+    # not make the router's own 404/405 answer anonymous callers again (they would map the routes).
+    app = create_app(make_settings())
+    with TestClient(app) as client:
+        keys = app.state["container"].keys()
+        admin = client.blocking_portal.call(lambda: keys.create("admin", scopes=["admin", "read", "write"])).secret
+        app.state["container"].authenticator().forget()
+        assert client.get("/sessions").status_code == 401  # closed, and now known to be
+        assert client.post("/admin/keys", json={"name": "u1", "userId": "u1"}, headers=bearer(admin)).status_code == 201
+        assert client.get("/no-such-route").status_code == 401
+        assert client.request("PUT", "/sessions").status_code == 401
