@@ -132,6 +132,14 @@ def render(run: EvaluationRun, ks: Sequence[int] = DEFAULT_KS) -> str:
         for name, score in sorted(report.categories.items()):
             cells = "".join(f"{score.mean(k):>7.3f}" for k in ks)
             lines.append(f"  {'category ' + name:<22}{cells}  {'':>9}  {score.questions}")
+        if len(report.conversations) > 1:
+            for conversation, score in report.conversations.items():
+                cells = "".join(f"{score.mean(k):>7.3f}" for k in ks)
+                lines.append(f"  {'conversation ' + conversation:<22}{cells}  {'':>9}  {score.questions}")
+                for (name, category), part in sorted(report.conversation_categories.items()):
+                    if name == conversation:
+                        cells = "".join(f"{part.mean(k):>7.3f}" for k in ks)
+                        lines.append(f"    {category:<20}{cells}  {'':>9}  {part.questions}")
     return "\n".join(lines)
 
 

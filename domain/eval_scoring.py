@@ -47,6 +47,9 @@ class RankerReport:
     overall: Score = field(default_factory=Score)
     categories: dict[str, Score] = field(default_factory=dict)
     conversations: dict[str, Score] = field(default_factory=dict)
+    conversation_categories: dict[tuple[str, str], Score] = field(default_factory=dict)
+    """Per conversation and category: a change that lifts a category in one conversation and
+    lowers it in another is fitted to the data, not better, and the totals can hide it."""
     degraded: int = 0  # searches answered by the keyword leg alone (embedder or index down)
     warning: str | None = None
 
@@ -66,7 +69,9 @@ class RankerReport:
             f"spread@{at}": self.spread(at),
             "degraded": self.degraded,
             "categories": {name: row(s) for name, s in sorted(self.categories.items())},
-            "conversations": {name: row(s) for name, s in self.conversations.items()},
+            "conversations": {name: row(s) | {"categories": {
+                category: row(score) for (conv, category), score in sorted(self.conversation_categories.items())
+                if conv == name}} for name, s in self.conversations.items()},
         }
 
 
@@ -135,5 +140,7 @@ class EvaluationService:
                     report.overall.add(values)
                     report.categories.setdefault(category_name(question.category), Score()).add(values)
                     report.conversations.setdefault(item.conversation.name, Score()).add(values)
+                    report.conversation_categories.setdefault(
+                        (item.conversation.name, category_name(question.category)), Score()).add(values)
             reports.append(report)
         return reports

@@ -36,6 +36,11 @@ def test_eval_reports_recall_per_ranker_category_and_conversation(tmp_path: Path
     } | {"questions": 2}
     assert "recall_all" in done.stdout and "ndcg" in done.stdout
     assert set(keyword["conversations"]) == {"tiny", "tiny-locomo"}
+    # Each conversation's categories on their own: a change must hold in each, not only in the total.
+    assert keyword["conversations"]["tiny"]["categories"]["4 single-hop"]["recall@1"] == 1.0
+    per_conversation = keyword["conversations"]["tiny-locomo"]["categories"]
+    assert sum(c["questions"] for c in per_conversation.values()) == keyword["conversations"]["tiny-locomo"]["questions"]
+    assert "conversation tiny-locomo" in done.stdout
     assert table["evidence"]["tiny"] == {"questions": 3, "empty": 1, "normalised": 0, "unparsed": [], "missing": ["t99"]}
     assert table["evidence"]["tiny-locomo"] == {
         "questions": 4, "empty": 1, "normalised": 2, "unparsed": ["D"], "missing": ["D7:7"]}
