@@ -76,6 +76,7 @@ def vector_hit_ids(http: httpx.Client, query: str, sources: list[str]) -> list[i
     return [hit["id"] for hit in body["hits"] if hit["vector"] is not None]
 
 
+@pytest.mark.sqlite_only  # the embedded index's directory beside the SQLite file
 def test_the_server_keeps_everything_across_a_graceful_restart(server, db_path):
     assert Path(f"{db_path}.qdrant").is_dir()  # the embedded Qdrant Edge default, beside the database
     with httpx.Client(base_url=server.url, timeout=30) as http:
