@@ -59,6 +59,7 @@ def test_an_unwritable_qdrant_path_does_not_stop_start_up_and_health_names_it(tm
         assert search["degraded"] is True and [h["id"] for h in search["hits"]] == [1]
 
 
+@pytest.mark.sqlite_only  # two stores, two SQLite files, one shard directory
 def test_two_servers_sharing_a_qdrant_path_both_start_and_keep_their_own_generations(tmp_path):
     # Physical collections carry the store's id, so a shared directory is no longer a lock conflict.
     shared = str(tmp_path / "shared.qdrant")
@@ -75,6 +76,7 @@ def test_two_servers_sharing_a_qdrant_path_both_start_and_keep_their_own_generat
             assert body["components"]["vectorIndex"]["index"]["collections"]["episodes"]["points"] == n
 
 
+@pytest.mark.sqlite_only  # a SQLite file that cannot be opened
 def test_an_unopenable_database_stops_start_up_with_one_clear_line(tmp_path):
     (tmp_path / "a-file").write_text("not a directory")
     _assert_one_line_start_up_failure(service_env(tmp_path / "a-file" / "memory.db"))
@@ -160,6 +162,7 @@ def _counts(path: str) -> dict[str, int]:
                 for t in ("sessions", "episodes", "embedding_outbox", "episodes_fts_docsize")}
 
 
+@pytest.mark.sqlite_only  # faults set by PRAGMAs on the SQLite file
 @pytest.mark.parametrize("fault,pragma,message", [
     ("disk full", "PRAGMA max_page_count = {pages}", "disk is full"),
     ("read-only", "PRAGMA query_only = ON", "read-only"),

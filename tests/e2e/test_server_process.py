@@ -158,12 +158,14 @@ def one_line(stderr: str) -> str:
     return lines[0]
 
 
+@pytest.mark.sqlite_only  # the SQLite store's own setting
 def test_a_missing_sqlite_path_exits_2_with_one_line_naming_it():
     result = run_service(["serve"], service_env(None))
     assert result.returncode == 2, result
     assert "SQLITE_PATH" in one_line(result.stderr)
 
 
+@pytest.mark.sqlite_only  # the SQLite store's own setting
 def test_an_empty_sqlite_path_is_as_missing(tmp_path):
     result = run_service(["serve"], service_env(None, {"SQLITE_PATH": "  "}))
     assert result.returncode == 2, result
