@@ -137,7 +137,8 @@ class IdempotencyMiddleware(ASGIMiddleware):
             await next_app(scope, receive, send)
         finally:
             pending.reset(token)
-            del in_flight[slot]
+            if in_flight.get(slot) is done:  # a later request may hold the slot by now
+                del in_flight[slot]
             done.set()
 
 

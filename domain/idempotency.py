@@ -135,7 +135,16 @@ def keyed(fn: Callable[[Any], T]) -> Callable[[Any], T]:
         answer = claim.render(result)
         stored = KeyedAnswer(claim.caller, claim.key, claim.fingerprint, answer.status, answer.body, now,
                              claim.expires_at)
-        tx.idempotency.put(stored)
+        try:
+            tx.idempotency.put(stored)
+        except KeyError:
+            # Stored since the check above by a write this transaction could not see yet: another
+            # replica's, or this key's first request, cancelled when its client went away while
+            # its transaction still ran. That write is the one that counts; answer as it did.
+            found = tx.idempotency.get(claim.caller, claim.key, utc_now())
+            if found is None:
+                raise
+            raise AlreadyAnswered(found) from None
         claim.stored = stored
         return result
 

@@ -24,7 +24,10 @@ blindly and nothing derived stops the service:
 - Several processes may serve one store (a Qdrant server as the index): each one's manager
   serves and writes, but only the holder of the store's ``MaintenanceLock`` builds, verifies,
   repairs and switches generations. The others follow the manifest (every ``check_seconds``) and
-  take the maintenance over when the holder goes.
+  take the maintenance over when the holder goes. On a backend with aliases they search and write
+  through the alias, so a switch moves them all at once. Their writes during a build went to the
+  old generation: after the switch the maintaining process replays onto the new one every record
+  the store's change feed shows changed since the build began.
 """
 
 from __future__ import annotations
@@ -38,10 +41,10 @@ from typing import Any, cast
 
 from domain.errors import VectorIndexError
 from domain.index_status import (
-    BUILDING, CATCHING_UP, CONSISTENT, DEGRADED_STATES, REBUILDING, UNAVAILABLE, VERIFYING, CollectionState,
-    Progress, overall,
+    BUILDING, CONSISTENT, DEGRADED_STATES, REBUILDING, UNAVAILABLE, VERIFYING, CollectionState, Progress,
+    overall,
 )
-from domain.index_source import BUILD_BATCH, RETRY_SECONDS, StoreSource
+from domain.index_source import RETRY_SECONDS, StoreSource
 from domain.index_verify import Verification
 from domain.vectors import COLLECTIONS, ModelRef, VectorFilter, VectorHit, VectorPoint, encode_vector
 from ports.embedder import Embedder
@@ -296,6 +299,9 @@ class IndexManager(Verification, StoreSource):
             state.wanted, state.reason = reason, low
             await asyncio.sleep(RETRY_SECONDS)
             return
+        # Where other processes serve the store, their writes during the build are found in the
+        # change feed afterwards: where it stands now is where the replay starts.
+        since = (await self._store.events.bounds())[1] if self._maintenance is not None else None
         generation = await self._new_generation(state.name, reason)
         state.building = generation
         if not state.usable:
@@ -324,6 +330,8 @@ class IndexManager(Verification, StoreSource):
             await asyncio.sleep(RETRY_SECONDS)
             return
         self.builds += 1
+        if since is not None:
+            await self._replay_others(state, generation.physical, since)
         if old is not None and old.physical != generation.physical:
             await self._drop(old.physical)
             await self._catalog.forget(old.id)
@@ -333,27 +341,6 @@ class IndexManager(Verification, StoreSource):
     async def _row_count(self, name: str) -> int:
         return (await self._store.operations.counts()).get(name, 0)
 
-    async def _catch_up(self, state: CollectionState, physical: str, rounds: int = 8) -> None:
-        """Replay onto ``physical`` the writes made behind the build's stream since it started,
-        page by page with "catching up N of M writes" as progress (M grows while writes keep
-        coming); up to ``rounds`` passes while each leaves more than a page of new ones."""
-        progress = state.progress if state.progress is not None and state.progress.phase == CATCHING_UP else None
-        if progress is None:
-            progress = state.progress = Progress(CATCHING_UP, 0)
-        for _ in range(rounds):
-            ids, filters = sorted(state.dirty or ()), state.dirty_filters
-            state.dirty, state.dirty_filters = set(), []
-            progress.total += len(ids) + len(filters)
-            for start in range(0, len(ids), BUILD_BATCH):
-                chunk = ids[start:start + BUILD_BATCH]
-                await self._copy_from_store(state.name, physical, chunk)
-                progress.done += len(chunk)
-                self.replayed += len(chunk)
-            for flt in filters:
-                await self._index.delete_by_filter(physical, flt)
-                progress.done += 1
-            if len(state.dirty) + len(state.dirty_filters) <= BUILD_BATCH:
-                return
     # ---- status ------------------------------------------------------------------------------
 
     def status(self) -> dict[str, Any]:
@@ -385,7 +372,12 @@ class IndexManager(Verification, StoreSource):
             raise VectorIndexError(f"vector collection {collection!r} does not exist")
         if not state.usable or state.active is None:
             raise VectorIndexError(state.unavailable_message())
-        return state.alias if not self.maintaining and state.alias else state.active.physical
+        return self._target(state, state.active.physical)
+
+    def _target(self, state: CollectionState, physical: str) -> str:
+        # A follower reads and writes through the alias: the maintaining process moves it at a
+        # switch, and every process is on the new generation at once, with no manifest to re-read.
+        return state.alias if not self.maintaining and state.alias else physical
 
     async def ensure_collection(self, name: str, dimension: int) -> None:
         """Collections are the manager's own: this only checks the name and the dimension."""
@@ -422,7 +414,7 @@ class IndexManager(Verification, StoreSource):
                 if flt is not None:
                     state.dirty_filters.append(flt)
             if state.usable and state.active is not None:
-                await action(state.active.physical)
+                await action(self._target(state, state.active.physical))
             elif state.building is None and state.wanted is None:
                 raise VectorIndexError(state.unavailable_message())
             # else: the generation being built picks the write up from the store

@@ -9,8 +9,8 @@ from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from domain.errors import DomainError, VectorIndexError
-from domain.index_status import INDEXING, CollectionState, Progress
-from domain.vectors import ModelRef, PointBatch, encode_vector
+from domain.index_status import CATCHING_UP, INDEXING, CollectionState, Progress
+from domain.vectors import ModelRef, PointBatch, VectorFilter, encode_vector
 from ports.embedder import Embedder
 from ports.index_catalog import IndexCatalog, StoredEmbeddings
 from domain.record_kinds import KINDS
@@ -33,7 +33,9 @@ class StoreSource:
     _store: Store
     _embedder: Embedder
     _model_id: int
+    _next_verify: float
     model: ModelRef
+    replayed: int
 
     async def _embed_missing(self, state: CollectionState) -> None:
         """Give every record a stored embedding by the configured model: copied from the live
@@ -133,3 +135,66 @@ class StoreSource:
             await self._index.upsert(physical, batch.points())
         # Gone from the store, or its text changed and its job is still queued: no stale point.
         await self._index.delete(physical, sorted(set(ids) - {r.id for r in ready}))
+
+    async def _replay_changes(self, name: str, physical: str, since: int) -> int:
+        """Copy onto ``physical`` from the store every record of ``name`` changed after change-feed
+        position ``since``, whichever process changed it, and remove the points of sessions deleted
+        since; returns how many records were replayed.
+
+        Other processes serving the store wrote into the generation that served while a build
+        ran, and the building process never saw those writes; the change feed in the store did.
+        Run after the switch: from then on every process writes into the new generation (through
+        the alias), so a write is either in the store when this reads it or lands there itself.
+        A feed trimmed past ``since`` no longer says what changed: every record is copied."""
+        events = self._store.events
+        oldest, _ = await events.bounds()
+        sessions: set[int] = set()
+        if oldest > since + 1:
+            ids = set(await self._embeddings.row_ids(name))
+        else:
+            ids, seq = set(), since
+            while page := await events.after(seq, BUILD_BATCH):
+                for event in page:
+                    if event.kind == name:
+                        ids.add(event.record_id)
+                    elif event.kind == "sessions" and event.op == "deleted" and KINDS[name].in_sessions:
+                        sessions.add(event.record_id)
+                seq = page[-1].seq
+        ordered = sorted(ids)
+        for start in range(0, len(ordered), BUILD_BATCH):
+            await self._copy_from_store(name, physical, ordered[start:start + BUILD_BATCH])
+        for session_id in sorted(sessions):
+            await self._index.delete_by_filter(physical, VectorFilter(session_id=session_id))
+        return len(ordered)
+
+    async def _catch_up(self, state: CollectionState, physical: str, rounds: int = 8) -> None:
+        """Replay onto ``physical`` the writes made behind the build's stream since it started,
+        page by page with "catching up N of M writes" as progress (M grows while writes keep
+        coming); up to ``rounds`` passes while each leaves more than a page of new ones."""
+        progress = state.progress if state.progress is not None and state.progress.phase == CATCHING_UP else None
+        if progress is None:
+            progress = state.progress = Progress(CATCHING_UP, 0)
+        for _ in range(rounds):
+            ids, filters = sorted(state.dirty or ()), state.dirty_filters
+            state.dirty, state.dirty_filters = set(), []
+            progress.total += len(ids) + len(filters)
+            for start in range(0, len(ids), BUILD_BATCH):
+                chunk = ids[start:start + BUILD_BATCH]
+                await self._copy_from_store(state.name, physical, chunk)
+                progress.done += len(chunk)
+                self.replayed += len(chunk)
+            for flt in filters:
+                await self._index.delete_by_filter(physical, flt)
+                progress.done += 1
+            if len(state.dirty) + len(state.dirty_filters) <= BUILD_BATCH:
+                return
+
+    async def _replay_others(self, state: CollectionState, physical: str, since: int) -> None:
+        try:
+            replayed = await self._replay_changes(state.name, physical, since)
+        except (VectorIndexError, DomainError) as error:
+            # The generation serves already; verification repairs what a replay could not.
+            log.warning("replaying other processes' writes onto %s failed: %s", physical, error.message)
+            self._next_verify = 0.0
+            return
+        self.replayed += replayed

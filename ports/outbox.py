@@ -25,7 +25,10 @@ class EmbeddingOutbox(Protocol):
         ``claim`` (of this process or any other sharing the store) until ``CLAIM_LEASE`` after
         ``now``, unless ``defer``/``retry_dead`` set another time first; ``complete`` removes them.
         So workers of several processes each do a job once, and a worker that dies mid-job leaves
-        it due again when the lease ends."""
+        it due again when the lease ends. A record's job is not taken while another job of the
+        same record is claimed or waiting to retry (session deletes excepted: they name no
+        record), so one record is never in flight twice and an older text's vector never lands
+        after a newer one's; jobs of one record due together are taken together."""
         ...
 
     async def complete(self, job_ids: Sequence[int]) -> None:

@@ -22,7 +22,12 @@ class MemoryOutbox:
                 if self._s.retry_at[job_id] <= cutoff and job.dead_at is None][:limit]
 
     async def claim(self, limit: int, now: datetime) -> list[OutboxJob]:
-        jobs = await self.due(limit, now)
+        cutoff = format_timestamp(now)
+        # A record's job waits while another of its jobs is claimed or backing off.
+        busy = {(job.collection, job.ref_id) for job_id, job in self._s.outbox.items()
+                if job.op != "delete_session" and job.dead_at is None and self._s.retry_at[job_id] > cutoff}
+        jobs = [job for job in await self.due(len(self._s.outbox), now)
+                if job.op == "delete_session" or (job.collection, job.ref_id) not in busy][:limit]
         lease = format_timestamp(now + CLAIM_LEASE)
         for job in jobs:
             self._s.retry_at[job.id] = lease

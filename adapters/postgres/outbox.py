@@ -3,7 +3,8 @@
 Every replica's worker drains the same table: ``claim`` takes the jobs it returns by pushing their
 retry time a lease ahead in the statement that reads them, skipping rows another replica is
 claiming (``FOR UPDATE SKIP LOCKED``), so two replicas never take the same job, and a replica
-killed mid-job leaves it due again when the lease ends.
+killed mid-job leaves it due again when the lease ends. It also leaves a record's later jobs
+while one of its jobs is in flight, so one record is never embedded by two replicas at once.
 """
 
 from __future__ import annotations
@@ -14,11 +15,17 @@ from datetime import datetime
 import psycopg
 
 from adapters.postgres import rows
+from adapters.postgres.database import lock_key
 from adapters.postgres.reads import Reads, Writes
 from domain.models import format_timestamp, utc_now
 from domain.outbox import CLAIM_LEASE, Backlog, JobOp, OutboxJob, OutboxScope, ScopePending
 from domain.record_kinds import KINDS, Source
 
+# A record's job waits while another of its jobs is claimed or backing off: a drainer still
+# embedding its older text would otherwise upsert that vector after a newer job's.
+_RECORD_FREE = ("(o.op = 'delete_session' OR NOT EXISTS (SELECT 1 FROM embedding_outbox b"
+                " WHERE b.collection = o.collection AND b.ref_id = o.ref_id AND b.op <> 'delete_session'"
+                " AND b.dead_at IS NULL AND b.next_attempt_at > %s))")
 _INSERT = ("INSERT INTO embedding_outbox(collection, op, ref_id, next_attempt_at, created_at)"
            " VALUES (%s, %s, %s, %s, %s)")
 
@@ -30,12 +37,17 @@ class PostgresOutbox(Reads):
             (format_timestamp(now), limit), rows.job_of)
 
     async def claim(self, limit: int, now: datetime) -> list[OutboxJob]:
+        stamp = format_timestamp(now)
+
         def op(conn: psycopg.Connection) -> list[OutboxJob]:
+            # Claims take turns (a transaction lock, held to COMMIT), so each one sees every
+            # earlier claim committed and never takes a record another replica has in flight.
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (lock_key("outbox_claim"),))
             found = conn.execute(
-                "WITH claimed AS (SELECT id FROM embedding_outbox WHERE next_attempt_at <= %s AND dead_at IS NULL"
-                " ORDER BY id LIMIT %s FOR UPDATE SKIP LOCKED)"
+                "WITH claimed AS (SELECT o.id FROM embedding_outbox o WHERE o.next_attempt_at <= %s"
+                f" AND o.dead_at IS NULL AND {_RECORD_FREE} ORDER BY o.id LIMIT %s FOR UPDATE SKIP LOCKED)"
                 " UPDATE embedding_outbox o SET next_attempt_at = %s FROM claimed WHERE o.id = claimed.id"
-                " RETURNING o.*", (format_timestamp(now), limit, format_timestamp(now + CLAIM_LEASE))).fetchall()
+                " RETURNING o.*", (stamp, stamp, limit, format_timestamp(now + CLAIM_LEASE))).fetchall()
             return sorted((rows.job_of(r) for r in found), key=lambda job: job.id)
 
         return await self._db.write(op)

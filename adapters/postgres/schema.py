@@ -232,6 +232,8 @@ MIGRATIONS: list[list[str]] = [
             last_used_at text,
             revoked_at text)""",
     ],
+    # version 4: a claim looks up the other jobs of each record it takes (one record in flight once)
+    ["CREATE INDEX idx_outbox_record ON embedding_outbox(collection, ref_id) WHERE dead_at IS NULL"],
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

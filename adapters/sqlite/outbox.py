@@ -12,7 +12,11 @@ from domain.models import format_timestamp, utc_now
 from domain.outbox import CLAIM_LEASE, Backlog, JobOp, OutboxJob, OutboxScope, ScopePending
 from domain.record_kinds import KINDS, Source
 
-
+# A record's job waits while another of its jobs is claimed or backing off: a drainer still
+# embedding its older text would otherwise upsert that vector after a newer job's.
+_RECORD_FREE = ("(o.op = 'delete_session' OR NOT EXISTS (SELECT 1 FROM embedding_outbox b"
+                " WHERE b.collection = o.collection AND b.ref_id = o.ref_id AND b.op <> 'delete_session'"
+                " AND b.dead_at IS NULL AND b.next_attempt_at > ?))")
 _INSERT = ("INSERT INTO embedding_outbox(collection, op, ref_id, next_attempt_at, created_at)"
            " VALUES (?, ?, ?, ?, ?)")
 
@@ -26,12 +30,14 @@ class SqliteOutbox(Reads):
 
     async def claim(self, limit: int, now: datetime) -> list[OutboxJob]:
         # One write: processes sharing the file take turns at the writer's lock, so none claims a
-        # job another has just claimed.
+        # job another has just claimed, nor a record whose job another has in flight.
+        stamp = format_timestamp(now)
+
         def op(conn: sqlite3.Connection) -> list[OutboxJob]:
             found = conn.execute(
-                "UPDATE embedding_outbox SET next_attempt_at = ? WHERE id IN (SELECT id FROM embedding_outbox"
-                " WHERE next_attempt_at <= ? AND dead_at IS NULL ORDER BY id LIMIT ?+0) RETURNING *",
-                (format_timestamp(now + CLAIM_LEASE), format_timestamp(now), limit)).fetchall()
+                "UPDATE embedding_outbox SET next_attempt_at = ? WHERE id IN (SELECT o.id FROM embedding_outbox o"
+                f" WHERE o.next_attempt_at <= ? AND o.dead_at IS NULL AND {_RECORD_FREE} ORDER BY o.id LIMIT ?+0)"
+                " RETURNING *", (format_timestamp(now + CLAIM_LEASE), stamp, stamp, limit)).fetchall()
             return sorted((rows.job_of(r) for r in found), key=lambda job: job.id)
 
         return await self._db.write(op)

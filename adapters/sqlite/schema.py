@@ -321,6 +321,8 @@ MIGRATIONS: list[list[str | Callable[[sqlite3.Connection], None]]] = [
             last_used_at TEXT,
             revoked_at TEXT)""",
     ],
+    # A claim looks up the other jobs of each record it takes (one record in flight once).
+    ["CREATE INDEX idx_outbox_record ON embedding_outbox(collection, ref_id) WHERE dead_at IS NULL"],
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

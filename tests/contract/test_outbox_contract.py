@@ -205,3 +205,31 @@ async def test_pending_in_scope_follows_the_owner_of_sessions_and_entities(store
     assert (await store.outbox.pending_in_scope("episodes", OutboxScope(user_id="ben", agent_id="bot"), 10)).total == 0
     entities = await store.outbox.pending_in_scope("entities", OutboxScope(session_id=ana.id, user_id="ana"), 10)
     assert entities.total == 1
+
+
+async def test_a_records_later_job_waits_while_an_earlier_one_is_claimed_or_backing_off(store: Store) -> None:
+    session = await a_session(store)
+    [episode] = await store.uow.run(lambda tx: writes.add_episodes(tx, [NewEpisode(session.id, "u", "a")]))
+    now = datetime.now(UTC)
+    [first] = await store.outbox.claim(10, now)
+    await store.uow.run(lambda tx: writes.update_episode(tx, episode.id, EpisodeChanges(user_message="edited")))
+    [other] = await store.uow.run(lambda tx: writes.add_episodes(tx, [NewEpisode(session.id, "u", "a")]))
+    soon = now + timedelta(seconds=1)  # the new jobs are due, the first's lease runs
+    assert [j.ref_id for j in await store.outbox.claim(10, soon)] == [other.id]  # the edit waits for the first
+    await store.outbox.defer([first.id], "down", now + timedelta(seconds=5))
+    assert await store.outbox.claim(10, soon) == []  # backing off holds the record as well
+    later = now + timedelta(seconds=5)
+    assert [(j.ref_id, j.id == first.id) for j in await store.outbox.claim(10, later)] == [
+        (episode.id, True), (episode.id, False)]  # due together: taken together
+
+
+async def test_concurrent_claims_never_put_one_record_in_two_claims(store: Store) -> None:
+    session = await a_session(store)
+    episodes = await store.uow.run(lambda tx: writes.add_episodes(tx, [NewEpisode(session.id, "u", "a")] * 10))
+    for round_ in range(2):
+        for e in episodes:
+            await store.uow.run(lambda tx, e=e: writes.update_episode(tx, e.id, EpisodeChanges(user_message=f"v{round_}")))
+    now = datetime.now(UTC) + timedelta(seconds=1)
+    batches = await asyncio.gather(*(store.outbox.claim(4, now) for _ in range(8)))
+    records = [{j.ref_id for j in batch} for batch in batches]
+    assert sum(len(r) for r in records) == len(set().union(*records))

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.support.server import ServiceProcess, service_env
+from tests.support.server import STORE_DATABASE_VARIABLE, ServiceProcess, service_env
 
 E2E_DIR = Path(__file__).parent
 
@@ -17,6 +18,16 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if E2E_DIR in Path(str(item.path)).parents:
             item.add_marker(pytest.mark.e2e)
+
+
+@pytest.fixture(autouse=True)
+def e2e_store(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With ``TEST_STORE=postgres`` every service a test starts runs on a fresh PostgreSQL database
+    (``service_env`` reads it), except in tests about the SQLite file itself (``sqlite_only``)."""
+    if os.environ.get("TEST_STORE") == "postgres" and request.node.get_closest_marker("sqlite_only") is None:
+        monkeypatch.setenv(STORE_DATABASE_VARIABLE, request.getfixturevalue("postgres_url"))
+    else:
+        monkeypatch.delenv(STORE_DATABASE_VARIABLE, raising=False)
 
 
 @pytest.fixture

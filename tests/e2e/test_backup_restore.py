@@ -12,7 +12,8 @@ import pytest
 from tests.support.process import read_only, service_stats, wait_for_backlog
 from tests.support.server import ServiceProcess, run_service, service_env
 
-pytestmark = pytest.mark.e2e
+# SQLite only under TEST_STORE=postgres: backup copies the SQLite file with its online backup API.
+pytestmark = [pytest.mark.e2e, pytest.mark.sqlite_only]
 
 TABLES = ("sessions", "episodes", "entities", "relationships", "summaries")
 AWKWARD = ["plain", "ünïcödé ✓ 日本語 🧠", "line\nbreak\ttab", 'quote " and \\ backslash', "' OR 1=1; --", "  spaces  "]

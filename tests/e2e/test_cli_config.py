@@ -7,10 +7,14 @@ from __future__ import annotations
 import json
 
 import httpx
+import pytest
 
 from adapters.sqlite.driver import sqlite3
 from tests.support.process import wait_for_backlog
 from tests.support.server import ServiceProcess, run_service, service_env
+
+# SQLite only under TEST_STORE=postgres: how the CLI finds the SQLite file `make run` serves.
+pytestmark = pytest.mark.sqlite_only
 
 
 def _serve_like_make_run(tmp_path, workdir):

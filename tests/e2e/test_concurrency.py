@@ -65,6 +65,7 @@ async def _relate(http: httpx.AsyncClient, other: int) -> httpx.Response:
     return await http.post("/relationships", json={"fromId": ada.json()["id"], "toId": other, "label": "knows"})
 
 
+@pytest.mark.sqlite_only  # its oracle reads the SQLite file
 def test_concurrent_writers_and_upserts_make_no_duplicates_and_see_no_lock_errors(server, tmp_path):
     answers = asyncio.run(_storm(server.url))
     everything = [r for responses in answers.values() for r in responses]
@@ -92,6 +93,7 @@ def test_concurrent_writers_and_upserts_make_no_duplicates_and_see_no_lock_error
     assert "locked" not in server.stderr().lower()
 
 
+@pytest.mark.sqlite_only  # another process holding the SQLite file's write lock
 def test_writes_wait_out_another_process_holding_the_write_lock(server, tmp_path):
     # A second writer on the same file (a backup script, sqlite3 in a shell) holds the write lock
     # for a while; the server's writes queue behind SQLite's busy timeout instead of failing.

@@ -13,6 +13,9 @@ import pytest
 from tests.support.process import wait_for_backlog, wait_for_health
 from tests.support.server import ServiceProcess, service_env
 
+# SQLite only under TEST_STORE=postgres: the embedded default exactly as `make run` serves it.
+pytestmark = pytest.mark.sqlite_only
+
 PIXEL = "I adopted a grey kitten named Pixel"
 OTHERS = [
     ("I moved to Lisbon last spring", "Lisbon is lovely."),

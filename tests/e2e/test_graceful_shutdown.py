@@ -22,6 +22,9 @@ from adapters.sqlite.driver import sqlite3
 from tests.support.process import wait_for_backlog
 from tests.support.server import ServiceProcess, service_env
 
+# SQLite only under TEST_STORE=postgres: a clean close of the SQLite file (its WAL checkpointed, its integrity).
+pytestmark = pytest.mark.sqlite_only
+
 IN_FLIGHT = 3
 PER_REQUEST = 200
 POLL_LIMIT = 600  # connection attempts while waiting for the listener to close (bounded)

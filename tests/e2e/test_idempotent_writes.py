@@ -94,6 +94,7 @@ def _stored_answer(db_path, key: str) -> bytes | None:
     return None if row is None else bytes(row[0])
 
 
+@pytest.mark.sqlite_only  # its oracle reads the answer stored in the SQLite file
 @pytest.mark.parametrize("route", ROUTES)
 def test_a_kill_9_after_the_commit_then_a_retry_after_restart_returns_the_original_answer(server, db_path, route):
     with httpx.Client(base_url=server.url, timeout=GUARD) as client:

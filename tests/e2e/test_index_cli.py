@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 import contextlib
 import json
 import socket
@@ -12,6 +14,10 @@ import httpx
 from tests.e2e.test_index_healing import FAST, load
 from tests.support.process import wait_for_index
 from tests.support.server import ServiceProcess, run_service, service_env
+
+# SQLite only under TEST_STORE=postgres: the CLI beside a service finds it through the SQLite
+# file's lock and opens the embedded shards beside that file.
+pytestmark = pytest.mark.sqlite_only
 
 
 def test_reindex_stats_and_doctor_work_while_the_service_runs_and_without_it(tmp_path):

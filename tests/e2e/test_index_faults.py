@@ -26,6 +26,7 @@ from app.main import create_app
 from domain.errors import VectorIndexError
 from domain.vectors import VectorFilter, VectorPoint
 from tests.support.process import backlog_pending, fresh_health, integrity_problems, read_only, wait_for_index
+from tests.contract.store_helpers import FAR_FUTURE
 from tests.support.server import ServiceProcess, ServiceProcessError, service_env
 
 pytestmark = pytest.mark.e2e
@@ -59,6 +60,7 @@ def test_an_unwritable_qdrant_path_does_not_stop_start_up_and_health_names_it(tm
         assert search["degraded"] is True and [h["id"] for h in search["hits"]] == [1]
 
 
+@pytest.mark.sqlite_only  # two stores, two SQLite files, one shard directory
 def test_two_servers_sharing_a_qdrant_path_both_start_and_keep_their_own_generations(tmp_path):
     # Physical collections carry the store's id, so a shared directory is no longer a lock conflict.
     shared = str(tmp_path / "shared.qdrant")
@@ -75,6 +77,7 @@ def test_two_servers_sharing_a_qdrant_path_both_start_and_keep_their_own_generat
             assert body["components"]["vectorIndex"]["index"]["collections"]["episodes"]["points"] == n
 
 
+@pytest.mark.sqlite_only  # a SQLite file that cannot be opened
 def test_an_unopenable_database_stops_start_up_with_one_clear_line(tmp_path):
     (tmp_path / "a-file").write_text("not a directory")
     _assert_one_line_start_up_failure(service_env(tmp_path / "a-file" / "memory.db"))
@@ -141,10 +144,10 @@ def test_index_errors_at_run_time_keep_writes_working_and_queue_the_deletes(make
         assert search["degraded"] is True
         assert {h["id"] for h in search["hits"]} == {kept.json()["id"], written.json()["id"]}
         assert len(client.get("/episodes/search", params={"q": "mango"}).json()["results"]) == 2
-        with read_only(settings.sqlite_path) as conn:
-            queued = conn.execute("SELECT op, ref_id FROM embedding_outbox ORDER BY id").fetchall()
-        assert ("delete", doomed.json()["id"]) in [tuple(row) for row in queued]
-        assert ("upsert", written.json()["id"]) in [tuple(row) for row in queued]
+        # Through the store's own port, so the check holds on either store.
+        queued = [(j.op, j.ref_id) for j in asyncio.run(container.store().outbox.due(100, FAR_FUTURE))]
+        assert ("delete", doomed.json()["id"]) in queued
+        assert ("upsert", written.json()["id"]) in queued
 
         index.broken = False
         fresh_health(client, lambda body: backlog_pending(body) == 0, timeout=120)
@@ -160,6 +163,7 @@ def _counts(path: str) -> dict[str, int]:
                 for t in ("sessions", "episodes", "embedding_outbox", "episodes_fts_docsize")}
 
 
+@pytest.mark.sqlite_only  # faults set by PRAGMAs on the SQLite file
 @pytest.mark.parametrize("fault,pragma,message", [
     ("disk full", "PRAGMA max_page_count = {pages}", "disk is full"),
     ("read-only", "PRAGMA query_only = ON", "read-only"),

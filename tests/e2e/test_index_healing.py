@@ -17,6 +17,9 @@ import pytest
 from tests.support.process import index_settled, read_only, wait_for_health, wait_for_index
 from tests.support.server import ServiceProcess, service_env
 
+# SQLite only under TEST_STORE=postgres: the oracle reads the index manifest from the SQLite file.
+pytestmark = pytest.mark.sqlite_only
+
 ROOT = Path(__file__).resolve().parents[2]
 # Small thresholds so that builds happen on small data.
 FAST = {"HEALTH_INTERVAL": "0.2", "INDEX_CHECK_SECONDS": "0.2", "INDEX_VERIFY_SECONDS": "1", "INDEX_OPTIMIZE_EVERY": "40",

@@ -3,6 +3,8 @@ version, event, job, stored embedding, API key and keyed write's answer, and the
 
 from __future__ import annotations
 
+import pytest
+
 import asyncio
 from pathlib import Path
 
@@ -21,6 +23,9 @@ from domain.models import NewEntity, NewEpisode, NewRelationship, NewSummary
 from domain.vectors import ModelRef
 from tests.contract.store_helpers import FAR_FUTURE
 from tests.support.server import run_service, service_env
+
+# SQLite only under TEST_STORE=postgres: the source of the copy is a SQLite file.
+pytestmark = pytest.mark.sqlite_only
 
 MODEL = ModelRef("hash", "hash", 4)
 NOW, LATER = "2026-01-01T00:00:00.000Z", "2100-01-01T00:00:00.000Z"

@@ -11,7 +11,8 @@ from tests.support.process import wait_for_backlog
 from tests.support.process_tree import children
 from tests.support.server import ServiceProcess, run_service, service_env
 
-pytestmark = pytest.mark.e2e
+# SQLite only under TEST_STORE=postgres: the embedded default: one process and the files beside the SQLite file.
+pytestmark = [pytest.mark.e2e, pytest.mark.sqlite_only]
 
 
 @pytest.mark.parametrize(("variables", "named"), [

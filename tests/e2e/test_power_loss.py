@@ -35,7 +35,8 @@ from tests.support.process import (
 )
 from tests.support.server import ServiceProcess, service_env
 
-pytestmark = pytest.mark.e2e
+# SQLite only under TEST_STORE=postgres: the SQLite file and its fsyncs on a loop device are what the cut tests.
+pytestmark = [pytest.mark.e2e, pytest.mark.sqlite_only]
 
 CUTS = int(os.environ.get("CRASH_LOOPS", "3"))
 # Cut after this many acknowledged writes; further loops cycle with the loop number added.

@@ -76,6 +76,7 @@ def vector_hit_ids(http: httpx.Client, query: str, sources: list[str]) -> list[i
     return [hit["id"] for hit in body["hits"] if hit["vector"] is not None]
 
 
+@pytest.mark.sqlite_only  # the embedded index's directory beside the SQLite file
 def test_the_server_keeps_everything_across_a_graceful_restart(server, db_path):
     assert Path(f"{db_path}.qdrant").is_dir()  # the embedded Qdrant Edge default, beside the database
     with httpx.Client(base_url=server.url, timeout=30) as http:
@@ -157,12 +158,14 @@ def one_line(stderr: str) -> str:
     return lines[0]
 
 
+@pytest.mark.sqlite_only  # the SQLite store's own setting
 def test_a_missing_sqlite_path_exits_2_with_one_line_naming_it():
     result = run_service(["serve"], service_env(None))
     assert result.returncode == 2, result
     assert "SQLITE_PATH" in one_line(result.stderr)
 
 
+@pytest.mark.sqlite_only  # the SQLite store's own setting
 def test_an_empty_sqlite_path_is_as_missing(tmp_path):
     result = run_service(["serve"], service_env(None, {"SQLITE_PATH": "  "}))
     assert result.returncode == 2, result

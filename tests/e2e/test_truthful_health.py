@@ -49,6 +49,7 @@ def small_disk(tmp_path):
         subprocess.run(["umount", "-l", str(mount_point)], check=False)
 
 
+@pytest.mark.sqlite_only  # the disk under the SQLite file; a database server's disk is its own
 def test_a_full_disk_turns_health_down_and_readiness_off(tmp_path, small_disk):
     env = service_env(small_disk / "memory.db", {"QDRANT_PATH": str(tmp_path / "vectors"), "MIN_FREE_DISK_MB": "1"})
     with ServiceProcess(env, log_dir=tmp_path, cwd=tmp_path) as server, httpx.Client(base_url=server.url) as http:

@@ -11,7 +11,8 @@ import pytest
 from tests.support.process_tree import alive, children, comm, until
 from tests.support.server import ServiceProcess, free_port, service_env
 
-pytestmark = pytest.mark.e2e
+# SQLite only under TEST_STORE=postgres: several workers sharing one SQLite file through its locking.
+pytestmark = [pytest.mark.e2e, pytest.mark.sqlite_only]
 
 
 def _env(tmp_path):

@@ -36,6 +36,7 @@ SERVICE_VARIABLES = (
     "INDEX_VERIFY_SECONDS", "INDEX_CHECK_SECONDS", "INDEX_OPTIMIZE_EVERY",
     "INDEX_INLINE_BUILD_POINTS", "INDEX_DISK_RESERVE_MB", "WORKERS", "IDEMPOTENCY_KEY_SECONDS",
 )
+STORE_DATABASE_VARIABLE = "TEST_E2E_DATABASE_URL"
 STDERR_TAIL = 4000  # characters of stderr quoted in an error
 _ADDRESS_IN_USE = ("address already in use", "errno 98", "errno 48")
 
@@ -82,6 +83,11 @@ def service_env(
     env["WORKERS"] = "1"
     if sqlite_path is not None:
         env["SQLITE_PATH"] = str(sqlite_path)
+    # Under TEST_STORE=postgres the e2e fixture names a fresh database for the test here: the
+    # service runs on it unless the test chose its store itself.
+    database = os.environ.get(STORE_DATABASE_VARIABLE)
+    if database and "STORE" not in (variables or {}):
+        env.update(STORE="postgres", DATABASE_URL=database)
     env.update(variables or {})
     return env
 
