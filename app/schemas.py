@@ -55,7 +55,8 @@ def _utc(value: str | datetime | None, name: str) -> datetime | None:
 
 
 def wire_timestamp(value: str | None, name: str) -> str | None:
-    """A request's date-time (the ``_utc`` rule) in the store's canonical text, so text order is time order."""
+    """A request's date-time (the ``_utc`` rule) in the store's canonical text, so text order is time
+    order. This is the one parse of a client's time on a write: the domain and the store keep the text."""
     moment = _utc(value, name)
     return None if moment is None else format_timestamp(moment)
 
@@ -82,8 +83,8 @@ class CreateEpisode(Body):
     expires_at: Timestamp | None = None
 
     def __post_init__(self) -> None:
-        self.created_at = _utc(self.created_at, "createdAt")
-        self.expires_at = _utc(self.expires_at, "expiresAt")
+        self.created_at = wire_timestamp(self.created_at, "createdAt")
+        self.expires_at = wire_timestamp(self.expires_at, "expiresAt")
 
 
 class EpisodeBatch(Body):
@@ -99,7 +100,7 @@ class UpsertEntity(Body):
     expires_at: Timestamp | None = None
 
     def __post_init__(self) -> None:
-        self.expires_at = _utc(self.expires_at, "expiresAt")
+        self.expires_at = wire_timestamp(self.expires_at, "expiresAt")
 
 
 class UpsertRelationship(Body):
@@ -133,7 +134,7 @@ class CreateSummary(Body):
     expires_at: Timestamp | None = None
 
     def __post_init__(self) -> None:
-        self.expires_at = _utc(self.expires_at, "expiresAt")
+        self.expires_at = wire_timestamp(self.expires_at, "expiresAt")
 
 
 SourceName = Source  # the record kinds, from the one table in domain/record_kinds.py
@@ -357,6 +358,12 @@ class ErrorBody(Camel):
 
 # -- mapping --------------------------------------------------------------------------------------
 W = TypeVar("W")
+
+
+def new_record(body: Body, record: type[W]) -> W:
+    """A create body as the domain input of the same field names (``CreateEpisode`` -> ``NewEpisode``,
+    ``UpsertEntity`` -> ``NewEntity``...); its times are already canonical text (``wire_timestamp``)."""
+    return record(**msgspec.structs.asdict(body))
 
 
 def wire(value: Any, out: type[W]) -> W:
