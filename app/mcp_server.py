@@ -31,9 +31,9 @@ from app.config import Settings
 from app.container import Container, build_container, shutdown
 from app.cursor_pages import EpisodeCursorPage
 from app.idempotency import keyed_result
+from app.requests import wire_timestamp
 from app.schemas import (
     EntityOut, EpisodeOut, EpisodePage, RelationshipOut, SessionOut, SessionPage, context_out, search_out, wire,
-    wire_timestamp,
 )
 from app.schemas_changes import history_out
 from domain.record_kinds import Source

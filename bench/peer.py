@@ -188,7 +188,7 @@ def wait_for_index_builds(server: Server, limit_s: float) -> None:
     log(f"an index build was still running after {limit_s:.0f} s; measuring anyway")
 
 
-def _settle(project: Server) -> None:
+def _wait_until_indexed(project: Server) -> None:
     """After writes: their episodes are embedded and may start an index build (maintenance at nice
     +10): both end before the next row, as after loading the corpus."""
     project.wait_for_backlog(120)
@@ -231,14 +231,14 @@ def compare(args, wrk_binary: str, home: Path) -> dict:
                     row = wrk.run(side.url, script, conns, args.duration, side.pid)
                     results[side_name][name].append(row)
                     if script == "post_episode.lua" and side is project:
-                        _settle(project)
+                        _wait_until_indexed(project)
                 if script == "post_episode.lua":
                     added = level_stores({"peer": (peer.url, work / "peer" / "peer.db"),
                                           "project": (project.url, work / "project" / "memory.db")}, words, rng)
                     results.setdefault("levelled", []).append(added)
                     log(f"peer comparison: stores levelled after the POST row: {added} episodes added")
                     if added["project"]:
-                        _settle(project)
+                        _wait_until_indexed(project)
         results["rss_mb"] = {"peer": rss_mb(peer.pid), "project": rss_mb(project.pid)}
     finally:
         peer.stop()

@@ -75,17 +75,6 @@ def parse_timestamp(text: str) -> datetime:
     return to_utc(datetime.fromisoformat(text.replace("Z", "+00:00")))
 
 
-def store_timestamp(text: str | None, field: str) -> str | None:
-    """A client-given time (``createdAt``, ``expiresAt``...) in the store's format, so string order
-    is time order; ``None`` stays ``None``; not a timestamp: ``Invalid`` naming ``field``."""
-    if text is None:
-        return None
-    try:
-        return format_timestamp(parse_timestamp(text))
-    except ValueError:
-        raise Invalid(f"{field} {text!r} is not an ISO-8601 timestamp", field=field) from None
-
-
 @dataclass(frozen=True, slots=True)
 class Session:
     id: int
@@ -174,6 +163,8 @@ class Summary:
 
 
 # ---- inputs: what a caller supplies to create or change a record --------------------------------
+# Their times are canonical timestamps (``format_timestamp``): the edge that parses a client's time
+# (the wire schemas, the importers) writes that text once and the store keeps it as given.
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,7 +174,7 @@ class NewEpisode:
     ai_response: str
     token_count: int | None = None
     metadata: Metadata = field(default_factory=dict)
-    created_at: str | None = None  # bulk imports may carry their original time
+    created_at: str | None = None  # None: now; bulk imports carry their original time
     expires_at: str | None = None
 
 

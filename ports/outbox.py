@@ -17,22 +17,19 @@ from domain.record_kinds import Source
 
 class EmbeddingOutbox(Protocol):
     async def due(self, limit: int, now: datetime) -> list[OutboxJob]:
-        """Live jobs whose retry time has come, oldest first; a job stays until completed."""
+        """Live jobs whose retry time has come, oldest first; a job stays until a unit of work
+        completes it (``OutboxWrites.complete``, with what its completion means)."""
         ...
 
     async def claim(self, limit: int, now: datetime) -> list[OutboxJob]:
         """The jobs ``due`` would return, taken for the caller: none of them is returned by another
         ``claim`` (of this process or any other sharing the store) until ``CLAIM_LEASE`` after
-        ``now``, unless ``defer``/``retry_dead`` set another time first; ``complete`` removes them.
+        ``now``, unless ``defer``/``retry_dead`` set another time first; completing them removes them.
         So workers of several processes each do a job once, and a worker that dies mid-job leaves
         it due again when the lease ends. A record's job is not taken while another job of the
         same record is claimed or waiting to retry (session deletes excepted: they name no
         record), so one record is never in flight twice and an older text's vector never lands
         after a newer one's; jobs of one record due together are taken together."""
-        ...
-
-    async def complete(self, job_ids: Sequence[int]) -> None:
-        """Remove finished jobs; unknown ids are a no-op."""
         ...
 
     async def defer(self, job_ids: Sequence[int], error: str, retry_at: datetime) -> None:
@@ -72,7 +69,8 @@ class OutboxWrites(Protocol):
         ...
 
     def complete(self, job_ids: Sequence[int]) -> None:
-        """As ``EmbeddingOutbox.complete``, inside a unit (so what the completion means commits with it)."""
+        """Remove finished jobs; unknown ids are a no-op. Inside a unit, so what the completion
+        means (the record's ``embedded`` event) commits with it."""
         ...
 
     def enqueue_every(self, collection: Source) -> int:

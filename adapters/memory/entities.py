@@ -6,7 +6,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import replace
 
-from adapters.memory.state import MemoryState, expiry, live, page_of, stored
+from adapters.memory.state import MemoryState, live, page_of, stored
 from domain.errors import Conflict, NotFound
 from domain.models import Entity, EntityChanges, NewEntity, NewRelationship, Page, Relationship, Upserted, merged, utc_now
 from ports.entities import Direction
@@ -59,7 +59,7 @@ class EntityTx:
         return self._s.entities.get(entity_id)
 
     def upsert(self, entity: NewEntity) -> Upserted[Entity]:
-        now, expires = utc_now(), expiry(entity.expires_at)
+        now, expires = utc_now(), entity.expires_at
         key = (entity.user_id, entity.name, entity.type)
         old = next((e for e in self._s.entities.values() if (e.user_id, e.name, e.type) == key), None)
         if old is None:

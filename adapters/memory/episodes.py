@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from adapters.memory.state import MemoryState, canonical, expiry, live, page_of, stored
+from adapters.memory.state import MemoryState, live, page_of, stored
 from domain.errors import NotFound
-from domain.models import Episode, EpisodeChanges, Neighbours, NewEpisode, Page, merged
+from domain.models import Episode, EpisodeChanges, Neighbours, NewEpisode, Page, merged, utc_now
 
 
 class MemoryEpisodes:
@@ -55,14 +55,13 @@ class EpisodeTx:
 
     def insert(self, episodes: Sequence[NewEpisode]) -> list[Episode]:
         out = []
-        expiries = [expiry(new.expires_at) for new in episodes]
-        for new, expires in zip(episodes, expiries):
+        for new in episodes:
             if new.session_id not in self._s.sessions:
                 raise NotFound(f"session {new.session_id} does not exist", field="sessionId")
             session = self._s.sessions[new.session_id]
             episode = Episode(self._s.next_id("episodes"), new.session_id, new.user_message, new.ai_response,
-                              new.token_count, stored(new.metadata), canonical(new.created_at),
-                              session.user_id, session.agent_id, expires)
+                              new.token_count, stored(new.metadata), new.created_at or utc_now(),
+                              session.user_id, session.agent_id, new.expires_at)
             self._s.episodes[episode.id] = episode
             out.append(episode)
         return out

@@ -33,11 +33,6 @@ class MemoryOutbox:
             self._s.retry_at[job.id] = lease
         return jobs
 
-    async def complete(self, job_ids: Sequence[int]) -> None:
-        for job_id in job_ids:
-            self._s.outbox.pop(job_id, None)
-            self._s.retry_at.pop(job_id, None)
-
     async def defer(self, job_ids: Sequence[int], error: str, retry_at: datetime) -> None:
         for job_id in job_ids:
             if job_id in self._s.outbox:

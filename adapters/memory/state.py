@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from domain.models import Entity, Episode, Metadata, Page, Relationship, Session, Summary, store_timestamp, utc_now
+from domain.models import Entity, Episode, Metadata, Page, Relationship, Session, Summary, utc_now
 from domain.changes import Event, Version
 from domain.idempotency import KeyedAnswer
 from domain.outbox import OutboxJob
@@ -48,17 +48,8 @@ def stored(metadata: Metadata) -> dict:
     return json.loads(json.dumps(metadata or {}))
 
 
-def canonical(text: str | None) -> str:
-    return utc_now() if text is None else store_timestamp(text, "createdAt")
-
-
 def page_of(ordered: list, limit: int, offset: int) -> Page:
     return Page(ordered[offset:offset + limit], len(ordered), limit, offset)
-
-
-def expiry(text: str | None) -> str | None:
-    """A client's ``expiresAt`` in the store's format."""
-    return store_timestamp(text, "expiresAt")
 
 
 def live(item, now: str | None = None) -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from adapters.memory.state import MemoryState, expiry, live, stored
+from adapters.memory.state import MemoryState, live, stored
 from domain.errors import NotFound
 from domain.models import NewSummary, Summary, SummaryChanges, merged, utc_now
 
@@ -33,7 +33,7 @@ class SummaryTx:
 
     def insert(self, summary: NewSummary) -> Summary:
         s = summary
-        expires = expiry(s.expires_at)
+        expires = s.expires_at
         if s.session_id not in self._s.sessions:
             raise NotFound(f"session {s.session_id} does not exist", field="sessionId")
         session = self._s.sessions[s.session_id]

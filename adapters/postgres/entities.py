@@ -74,7 +74,7 @@ class EntityTx(Writes):
 
     def upsert(self, entity: NewEntity) -> Upserted[Entity]:
         conn, now = self._conn, utc_now()
-        expires = rows.expiry_timestamp(entity.expires_at)
+        expires = entity.expires_at
         row = conn.execute(  # coalesce(user_id, ''): the unique index's key, so the lookup uses it
             f"SELECT {_COLUMNS} FROM entities WHERE coalesce(user_id, '') = %s AND name = %s AND type = %s FOR UPDATE",
             (entity.user_id or "", entity.name, entity.type)).fetchone()

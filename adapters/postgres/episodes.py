@@ -68,11 +68,9 @@ class EpisodeTx(Writes):
 
     def insert(self, episodes: Sequence[NewEpisode]) -> list[Episode]:
         conn = self._conn
-        times = [rows.canonical_timestamp(new.created_at) for new in episodes]  # Invalid before any row
-        expiries = [rows.expiry_timestamp(new.expires_at) for new in episodes]
         owners: dict[int, tuple] = {}
         stored: list[Episode] = []
-        for new, given, expires in zip(episodes, times, expiries):
+        for new in episodes:
             if new.session_id not in owners:
                 row = conn.execute("SELECT user_id, agent_id FROM sessions WHERE id = %s",
                                    (new.session_id,)).fetchone()
@@ -80,7 +78,7 @@ class EpisodeTx(Writes):
                     raise NotFound(f"session {new.session_id} does not exist", field="sessionId")
                 owners[new.session_id] = (row[0], row[1])
             user, agent = owners[new.session_id]
-            created = given or utc_now()
+            created, expires = new.created_at or utc_now(), new.expires_at
             value, meta = rows.stored_metadata(new.metadata)
             new_id = conn.execute(
                 "INSERT INTO episodes(session_id, user_message, ai_response, token_count, metadata,"

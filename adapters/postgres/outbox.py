@@ -52,11 +52,6 @@ class PostgresOutbox(Reads):
 
         return await self._db.write(op)
 
-    async def complete(self, job_ids: Sequence[int]) -> None:
-        if job_ids:
-            ids = list(job_ids)
-            await self._db.write(lambda conn: conn.execute("DELETE FROM embedding_outbox WHERE id = ANY(%s)", (ids,)))
-
     async def defer(self, job_ids: Sequence[int], error: str, retry_at: datetime) -> None:
         if job_ids:
             ids = list(job_ids)

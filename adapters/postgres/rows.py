@@ -7,7 +7,7 @@ from typing import Any
 
 from psycopg.types.json import Jsonb
 
-from domain.models import Entity, Episode, Relationship, Session, Summary, store_timestamp
+from domain.models import Entity, Episode, Relationship, Session, Summary
 from domain.outbox import OutboxJob
 
 
@@ -25,15 +25,6 @@ def stored_metadata(metadata: Any) -> tuple[Jsonb, dict[str, Any]]:
     if not metadata:
         return jsonb({}), {}
     return jsonb(metadata), json.loads(_dumps(metadata))
-
-
-def canonical_timestamp(text: str | None) -> str | None:
-    """A caller-supplied time in the store's format, so string order is time order."""
-    return store_timestamp(text, "createdAt")
-
-
-def expiry_timestamp(text: str | None) -> str | None:
-    return store_timestamp(text, "expiresAt")
 
 
 def live(alias: str = "") -> str:

@@ -34,7 +34,7 @@ class SummaryTx(Writes):
 
     def insert(self, summary: NewSummary) -> Summary:
         s, conn = summary, self._conn
-        expires = rows.expiry_timestamp(s.expires_at)
+        expires = s.expires_at
         owner = conn.execute("SELECT user_id, agent_id FROM sessions WHERE id = %s", (s.session_id,)).fetchone()
         if owner is None:
             raise NotFound(f"session {s.session_id} does not exist", field="sessionId")

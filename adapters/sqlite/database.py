@@ -123,11 +123,11 @@ class SqliteDatabase:
         done = threading.Event()
         box: dict[str, object] = {}
 
-        def settle(result: object, error: BaseException | None) -> None:
+        def answer(result: object, error: BaseException | None) -> None:
             box["result"], box["error"] = result, error
             done.set()
 
-        self._submit((fn, settle, None))
+        self._submit((fn, answer, None))
         done.wait()
         if box["error"] is not None:
             raise box["error"]  # type: ignore[misc]
@@ -163,7 +163,7 @@ class SqliteDatabase:
             if self._refusing is not None:  # nothing more is committed after a commit that is not durable
                 self._gather(batch)
                 for answer in _failed(batch, self._refusing):
-                    self._settle(*answer)
+                    self._answer(*answer)
                 continue
             try:
                 self._gather(batch)
@@ -174,13 +174,13 @@ class SqliteDatabase:
                     except Unavailable as error:
                         answers = _failed(batch, error)
                 for answer in answers:
-                    self._settle(*answer)
+                    self._answer(*answer)
             except BaseException as exc:  # the writer thread must outlive any single failure
                 log.exception("writer group failed")
                 if conn.in_transaction:  # failed midway: SQLite's write lock must not stay held
                     _rollback(conn)
                 for _fn, future, loop in batch:
-                    self._settle(future, loop, None, Unavailable(f"write failed: {type(exc).__name__}"))
+                    self._answer(future, loop, None, Unavailable(f"write failed: {type(exc).__name__}"))
         conn.close()
 
     def _gather(self, batch: list) -> None:
@@ -205,9 +205,11 @@ class SqliteDatabase:
             return _failed(batch, error), False
         for fn, _future, _loop in batch:
             try:
-                conn.execute("SAVEPOINT one_write")
+                # Each caller's write is a savepoint of the group's transaction: one that fails is
+                # undone alone and its neighbours still commit.
+                conn.execute("SAVEPOINT caller_write")
                 result = fn(conn)
-                conn.execute("RELEASE one_write")
+                conn.execute("RELEASE caller_write")
                 outcomes.append((result, None))
             except BaseException as exc:  # one bad write must not fail its neighbours
                 if isinstance(exc, sqlite3.Error):
@@ -249,21 +251,23 @@ class SqliteDatabase:
         if not conn.in_transaction:
             return False
         try:
-            conn.execute("ROLLBACK TO one_write")
-            conn.execute("RELEASE one_write")
+            conn.execute("ROLLBACK TO caller_write")
+            conn.execute("RELEASE caller_write")
             return True
         except sqlite3.Error:
             _rollback(conn)
             return False
 
     @staticmethod
-    def _settle(future, loop, result, error) -> None:
+    def _answer(future, loop, result, error) -> None:
+        """Hand one caller its result or error: a future on the caller's event loop (``write``), or
+        the callback of ``write_sync`` (no loop)."""
         if loop is None:
             future(result, error)
             return
 
         def resolve() -> None:
-            if future.done():  # cancelled by its caller, or already settled
+            if future.done():  # cancelled by its caller, or already answered
                 return
             if error is not None:
                 future.set_exception(error)
@@ -360,7 +364,7 @@ class SqliteDatabase:
                 result, error = fn(self._connection()), None
             except BaseException as exc:  # handed to the caller, never kills the reader
                 result, error = None, exc
-            self._settle(future, loop, result, error)
+            self._answer(future, loop, result, error)
 
     def _connection(self, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> sqlite3.Connection:
         """This thread's reader connection (opened on first use, closed by ``close``)."""

@@ -71,7 +71,7 @@ class EntityTx(Writes):
 
     def upsert(self, entity: NewEntity) -> Upserted[Entity]:
         conn, now = self._conn, utc_now()
-        expires = rows.expiry_timestamp(entity.expires_at)
+        expires = entity.expires_at
         row = conn.execute(  # ifnull(user_id, ''): the unique index's key, so the lookup uses it
             "SELECT * FROM entities WHERE ifnull(user_id, '') = ? AND name = ? AND type = ?",
             (entity.user_id or "", entity.name, entity.type),

@@ -42,12 +42,6 @@ class SqliteOutbox(Reads):
 
         return await self._db.write(op)
 
-    async def complete(self, job_ids: Sequence[int]) -> None:
-        if not job_ids:
-            return
-        ids = list(job_ids)
-        await self._db.write(lambda conn: conn.execute(f"DELETE FROM embedding_outbox WHERE id IN ({in_list(ids)})", ids))
-
     async def defer(self, job_ids: Sequence[int], error: str, retry_at: datetime) -> None:
         if not job_ids:
             return

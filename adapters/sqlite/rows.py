@@ -7,7 +7,7 @@ from typing import Any
 
 from adapters.sqlite.driver import sqlite3
 from domain.keywords import KeywordQuery
-from domain.models import Entity, Episode, Relationship, Session, Summary, store_timestamp
+from domain.models import Entity, Episode, Relationship, Session, Summary
 from domain.outbox import OutboxJob
 
 
@@ -26,11 +26,6 @@ def stored_metadata(metadata: Any) -> tuple[str, dict[str, Any]]:
         return "{}", {}
     text = dump_metadata(metadata)
     return text, json.loads(text)
-
-
-def canonical_timestamp(text: str | None) -> str | None:
-    """A caller-supplied time in the store's format, so string order is time order."""
-    return store_timestamp(text, "createdAt")
 
 
 def session_of(row: sqlite3.Row) -> Session:
@@ -66,11 +61,6 @@ def summary_of(row: sqlite3.Row) -> Summary:
         row["episode_count"], row["token_count"], _meta(row["metadata"]), row["created_at"],
         row["user_id"], row["agent_id"], row["expires_at"],
     )
-
-
-def expiry_timestamp(text: str | None) -> str | None:
-    """A client's ``expiresAt`` in the store's format (string order is time order)."""
-    return store_timestamp(text, "expiresAt")
 
 
 def live(alias: str = "") -> str:

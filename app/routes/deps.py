@@ -9,7 +9,8 @@ from litestar.openapi import ResponseSpec
 from litestar.openapi.spec import Example
 from litestar.params import Parameter, QueryParameter
 
-from app.schemas import ErrorBody, wire_timestamp
+from app.requests import wire_timestamp
+from app.schemas import ErrorBody
 from app.auth import request_services
 from domain.errors import Invalid, Unauthorized
 from domain.keys import KeyService

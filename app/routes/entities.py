@@ -13,11 +13,11 @@ from app.routes.deps import (
 )
 from app.routes.examples import DeleteRelationshipBody, UpdateEntityBody, UpsertEntityBody, UpsertRelationshipBody
 from app.schemas import (
-    EntityOut, EntityPage, RelationshipOut, wire,
+    EntityOut, EntityPage, RelationshipOut, new_record, wire,
 )
 from app.schemas_changes import changes_of
 from domain.limits import MAX_NAME
-from domain.models import EntityChanges, NewEntity, NewRelationship, format_timestamp
+from domain.models import EntityChanges, NewEntity, NewRelationship
 from domain.services import EntityService
 
 Name = Annotated[str, Parameter(min_length=1, max_length=MAX_NAME)]
@@ -31,8 +31,7 @@ class EntityController(Controller):
     @post("/", summary="Upsert an entity by (userId, name, type): 201 created, 200 updated",
           responses={**errors(400, 413, 422), 200: ResponseSpec(EntityOut, description="An existing entity, updated")})
     async def upsert(self, data: UpsertEntityBody, entity_service: EntityService) -> Response[EntityOut]:
-        new = NewEntity(data.name, data.type, data.notes, data.metadata, data.user_id,
-                        format_timestamp(data.expires_at) if data.expires_at else None)
+        new = new_record(data, NewEntity)
         return await answered(lambda: entity_service.upsert(new), lambda result: wire(result.item, EntityOut),
                               created_or_updated)
 
@@ -112,8 +111,7 @@ class RelationshipController(Controller):
                        'when the fact held; `supersedes: true` first closes the other open edges of '
                        '(fromId, label) at this edge\'s `validFrom` (or now), keeping them as history.'))
     async def upsert(self, data: UpsertRelationshipBody, entity_service: EntityService) -> Response[RelationshipOut]:
-        new = NewRelationship(data.from_id, data.to_id, data.label, data.metadata, user_id=data.user_id,
-                              valid_from=data.valid_from, valid_to=data.valid_to, supersedes=data.supersedes)
+        new = new_record(data, NewRelationship)
         return await answered(lambda: entity_service.relate(new), lambda result: wire(result.item, RelationshipOut),
                               created_or_updated)
 

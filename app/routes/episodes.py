@@ -12,21 +12,12 @@ from app.routes.examples import CreateEpisodeBody, EpisodeBatchBody, UpdateEpiso
 from app.cursor_pages import EpisodeCursorPage
 from app.idempotency import answered, idempotent, nothing
 from app.schemas import (
-    CreateEpisode, EpisodeHit, EpisodeOut, EpisodeSearchOut, episode_out, wire,
+    EpisodeHit, EpisodeOut, EpisodeSearchOut, episode_out, new_record, wire,
 )
 from app.schemas_changes import changes_of
 from domain.limits import MAX_BATCH, MAX_ID, MAX_KEYWORD_QUERY, MAX_LIMIT
-from domain.models import EpisodeChanges, NewEpisode, Owner, format_timestamp
+from domain.models import EpisodeChanges, NewEpisode, Owner
 from domain.services import EpisodeService
-
-
-def new_episode(data: CreateEpisode) -> NewEpisode:
-    return NewEpisode(
-        session_id=data.session_id, user_message=data.user_message, ai_response=data.ai_response,
-        token_count=data.token_count, metadata=data.metadata,
-        created_at=format_timestamp(data.created_at) if data.created_at else None,
-        expires_at=format_timestamp(data.expires_at) if data.expires_at else None,
-    )
 
 
 class EpisodeController(Controller):
@@ -40,12 +31,12 @@ class EpisodeController(Controller):
               'written by the background worker (see `embeddingBacklog` in `/health`).'
           ), status_code=201)
     async def create(self, data: CreateEpisodeBody, episode_service: EpisodeService) -> EpisodeOut:
-        return await answered(lambda: episode_service.add(new_episode(data)), episode_out, 201)
+        return await answered(lambda: episode_service.add(new_record(data, NewEpisode)), episode_out, 201)
 
     @post("/batch", summary="Store many episodes in one transaction", responses=errors(400, 404, 413, 422),
           description=f'Up to {MAX_BATCH} episodes, all or none.', status_code=201)
     async def create_batch(self, data: EpisodeBatchBody, episode_service: EpisodeService) -> list[EpisodeOut]:
-        return await answered(lambda: episode_service.add_batch([new_episode(e) for e in data.episodes]),
+        return await answered(lambda: episode_service.add_batch([new_record(e, NewEpisode) for e in data.episodes]),
                               lambda found: wire(found, list[EpisodeOut]), 201)
 
     @get("/", summary="List episodes across sessions or in one (filter by metadata; oldest or newest first)",

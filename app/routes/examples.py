@@ -13,7 +13,7 @@ from typing import Annotated, Any
 from litestar.openapi.spec import Example
 from litestar.params import Body
 
-from app.schemas import (
+from app.requests import (
     ContextRequest, CreateEpisode, CreateSession, CreateSummary, DeleteRelationship, EpisodeBatch, SearchRequest,
     UpdateSession, UpsertEntity, UpsertRelationship,
 )

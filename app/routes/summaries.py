@@ -10,9 +10,9 @@ from app.routes.deps import (
 from app.routes.examples import CreateSummaryBody, UpdateSummaryBody
 from app.cursor_pages import SummaryCursorPage
 from app.idempotency import answered, idempotent, nothing
-from app.schemas import SummaryOut, wire
+from app.schemas import SummaryOut, new_record, wire
 from app.schemas_changes import changes_of
-from domain.models import NewSummary, Owner, SummaryChanges, format_timestamp
+from domain.models import NewSummary, Owner, SummaryChanges
 from domain.services import SummaryService
 
 
@@ -24,9 +24,7 @@ class SummaryController(Controller):
     @post("/", summary="Store a summary of a session (embedded in the background)",
           responses=errors(400, 404, 413, 422), status_code=201)
     async def create(self, data: CreateSummaryBody, summary_service: SummaryService) -> SummaryOut:
-        new = NewSummary(data.session_id, data.content, data.first_episode_id, data.last_episode_id,
-                         data.episode_count, data.token_count, data.metadata,
-                         format_timestamp(data.expires_at) if data.expires_at else None)
+        new = new_record(data, NewSummary)
         return await answered(lambda: summary_service.add(new), lambda summary: wire(summary, SummaryOut), 201)
 
     @get("/", summary="List summaries across sessions or in one (filter by metadata)", responses=errors(400),

@@ -57,6 +57,13 @@ def test_years_below_1000_are_written_with_four_digits(client, session_id):
     assert format_timestamp(parse_timestamp("0001-01-01T00:00:00Z")) == "0001-01-01T00:00:00.000Z"
 
 
+def test_a_created_at_with_an_offset_is_stored_as_its_utc_instant(client, session_id):
+    created = client.post("/episodes", json={"sessionId": session_id, **EPISODE,
+                                             "createdAt": "2025-03-01T14:00:00+02:00"}).json()
+    assert created["createdAt"] == "2025-03-01T12:00:00.000Z"
+    assert client.get(f"/episodes/{created['id']}").json()["createdAt"] == "2025-03-01T12:00:00.000Z"
+
+
 def test_a_naive_created_at_is_taken_as_utc(client, session_id):
     created = client.post("/episodes", json={"sessionId": session_id, **EPISODE,
                                              "createdAt": "2024-02-29T12:00:00"}).json()

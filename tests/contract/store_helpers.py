@@ -49,6 +49,12 @@ async def jobs(store: Store) -> list[tuple[str, str, int]]:
     return [(j.collection, j.op, j.ref_id) for j in await store.outbox.due(10_000, FAR_FUTURE)]
 
 
+async def complete_due(store: Store) -> None:
+    """Complete every due job as the worker does: in a unit of work (``writes.jobs_completed``)."""
+    due = await store.outbox.due(10_000, FAR_FUTURE)
+    await store.uow.run(lambda tx: writes.jobs_completed(tx, due))
+
+
 async def due_jobs_of_new_episodes(store: Store, count: int):
     """``count`` new episodes in a fresh session, and the jobs they enqueued."""
     session = await store.uow.run(lambda tx: writes.create_session(tx, "dead-letters", {}))

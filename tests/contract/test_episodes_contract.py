@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from domain import writes
-from domain.errors import Invalid, NotFound
+from domain.errors import NotFound
 from domain.models import EpisodeChanges, NewEpisode
 from ports.store import Store
 from tests.contract.store_helpers import a_session, at
@@ -94,21 +94,6 @@ async def test_a_supplied_created_at_is_kept_and_orders_the_list(store: Store) -
     assert (early.created_at, late.created_at) == (at(0), at(60))
     listed = (await store.episodes.list(session.id, 10, 0)).items
     assert [e.id for e in listed] == [early.id, late.id, now.id]
-
-
-async def test_a_supplied_created_at_is_stored_in_the_canonical_format(store: Store) -> None:
-    session = await a_session(store)
-    [episode] = await store.uow.run(lambda tx: writes.add_episodes(tx, [NewEpisode(session.id, "u", "a", created_at="2025-03-01T14:00:00+02:00")]))
-    assert episode.created_at == "2025-03-01T12:00:00.000Z"
-    assert (await store.episodes.get(episode.id)).created_at == "2025-03-01T12:00:00.000Z"
-
-
-async def test_a_malformed_created_at_is_invalid_and_inserts_nothing(store: Store) -> None:
-    session = await a_session(store)
-    with pytest.raises(Invalid) as raised:
-        await store.uow.run(lambda tx: writes.add_episodes(tx, [NewEpisode(session.id, "u", "a"), NewEpisode(session.id, "u", "a", created_at="soon")]))
-    assert raised.value.field == "createdAt"
-    assert (await store.episodes.list(session.id, 10, 0)).total == 0
 
 
 async def test_recent_episodes_are_the_newest_first(store: Store) -> None:

@@ -106,7 +106,7 @@ async def test_pending_ids_are_the_records_with_queued_jobs(pair) -> None:
     ids = await _episodes(store, 2)
     assert await catalog.pending_ids("episodes") == set(ids)
     jobs = await store.outbox.due(10, datetime.now(UTC) + timedelta(seconds=1))
-    await store.outbox.complete([j.id for j in jobs])
+    await store.uow.run(lambda tx: writes.jobs_completed(tx, jobs))
     assert await catalog.pending_ids("episodes") == set()
 
 

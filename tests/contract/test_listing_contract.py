@@ -159,13 +159,13 @@ async def test_owner_filters_keep_each_kinds_owned_records(store):
 
 async def test_expired_records_are_never_listed(store):
     s = await a_session(store)
-    new = [NewEpisode(s.id, "gone", "x", expires_at="2001-01-01T00:00:00Z"),
-           NewEpisode(s.id, "kept", "x", expires_at="2999-01-01T00:00:00Z"), NewEpisode(s.id, "plain", "x")]
+    new = [NewEpisode(s.id, "gone", "x", expires_at="2001-01-01T00:00:00.000Z"),
+           NewEpisode(s.id, "kept", "x", expires_at="2999-01-01T00:00:00.000Z"), NewEpisode(s.id, "plain", "x")]
     made = await store.uow.run(lambda tx: writes.add_episodes(tx, new))
     assert await _walk(store.listing.episodes, limit=1) == [made[1].id, made[2].id]
-    await store.uow.run(lambda tx: writes.upsert_entity(tx, NewEntity("old", "t", expires_at="2001-01-01T00:00:00Z")))
+    await store.uow.run(lambda tx: writes.upsert_entity(tx, NewEntity("old", "t", expires_at="2001-01-01T00:00:00.000Z")))
     assert await _walk(store.listing.entities, limit=5) == []
-    await store.uow.run(lambda tx: writes.add_summary(tx, NewSummary(s.id, "old", expires_at="2001-01-01T00:00:00Z")))
+    await store.uow.run(lambda tx: writes.add_summary(tx, NewSummary(s.id, "old", expires_at="2001-01-01T00:00:00.000Z")))
     assert await _walk(store.listing.summaries, limit=5) == []
 
 

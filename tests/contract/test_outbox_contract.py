@@ -11,7 +11,7 @@ from domain import writes
 from domain.outbox import CLAIM_LEASE, OutboxScope
 from domain.models import EpisodeChanges, NewEntity, NewEpisode, NewSummary, Owner
 from ports.store import Store
-from tests.contract.store_helpers import LATER, due_jobs_of_new_episodes, FAR_FUTURE, a_session, jobs
+from tests.contract.store_helpers import LATER, due_jobs_of_new_episodes, FAR_FUTURE, a_session, complete_due, jobs
 
 
 async def test_writes_of_embedded_text_enqueue_upserts(store: Store) -> None:
@@ -46,7 +46,7 @@ async def test_deletes_enqueue_point_removals(store: Store) -> None:
     [episode] = await store.uow.run(lambda tx: writes.add_episodes(tx, [NewEpisode(session.id, "u", "a")]))
     entity = (await store.uow.run(lambda tx: writes.upsert_entity(tx, NewEntity("Ada", "person")))).item
     summary = await store.uow.run(lambda tx: writes.add_summary(tx, NewSummary(session.id, "s")))
-    await store.outbox.complete([j.id for j in await store.outbox.due(100, FAR_FUTURE)])
+    await complete_due(store)
     await store.uow.run(lambda tx: writes.delete_episode(tx, episode.id))
     await store.uow.run(lambda tx: writes.delete_entity(tx, entity.id))
     await store.uow.run(lambda tx: writes.delete_summary(tx, summary.id))
@@ -59,7 +59,7 @@ async def test_deletes_enqueue_point_removals(store: Store) -> None:
 async def test_deleting_a_session_enqueues_a_session_delete_for_episodes_and_summaries(store: Store) -> None:
     session = await a_session(store)
     await store.uow.run(lambda tx: writes.add_episodes(tx, [NewEpisode(session.id, "u", "a")]))
-    await store.outbox.complete([j.id for j in await store.outbox.due(100, FAR_FUTURE)])
+    await complete_due(store)
     await store.uow.run(lambda tx: writes.delete_session(tx, session.id))
     await store.uow.run(lambda tx: writes.delete_session(tx, session.id))
     assert sorted(await jobs(store)) == [
@@ -95,8 +95,9 @@ async def test_completing_jobs_removes_them_and_unknown_ids_are_a_no_op(store: S
     session = await a_session(store)
     await store.uow.run(lambda tx: writes.add_episodes(tx, [NewEpisode(session.id, "u", "a"), NewEpisode(session.id, "u", "a")]))
     [done, left] = await store.outbox.due(10, FAR_FUTURE)
-    await store.outbox.complete([done.id, 99_999])
-    await store.outbox.complete([])
+    await store.uow.run(lambda tx: writes.jobs_completed(tx, [done]))
+    await store.uow.run(lambda tx: tx.outbox.complete([99_999]))
+    await store.uow.run(lambda tx: tx.outbox.complete([]))
     await store.outbox.defer([99_999], "nothing", FAR_FUTURE)
     assert [j.id for j in await store.outbox.due(10, FAR_FUTURE)] == [left.id]
 
@@ -119,7 +120,7 @@ async def test_reindex_queues_one_upsert_per_record(store: Store) -> None:
     session = await a_session(store)
     episodes = await store.uow.run(lambda tx: writes.add_episodes(tx, [NewEpisode(session.id, f"u{i}", "a") for i in range(3)]))
     await store.uow.run(lambda tx: writes.upsert_entity(tx, NewEntity("Ada", "person")))
-    await store.outbox.complete([j.id for j in await store.outbox.due(100, FAR_FUTURE)])
+    await complete_due(store)
     assert await store.uow.run(lambda tx: writes.reindex(tx, "episodes")) == 3
     assert await store.uow.run(lambda tx: writes.reindex(tx, "summaries")) == 0
     assert await jobs(store) == [("episodes", "upsert", e.id) for e in episodes]
@@ -184,10 +185,10 @@ async def test_pending_in_scope_lists_the_live_upserts_of_one_session_oldest_fir
 async def test_pending_in_scope_leaves_out_completed_dead_and_deleted_records(store: Store) -> None:
     session = await a_session(store)
     e1, e2, e3 = await store.uow.run(lambda tx: writes.add_episodes(tx, [NewEpisode(session.id, "u", "a")] * 3))
-    by_ref = {j.ref_id: j.id for j in await store.outbox.due(10, FAR_FUTURE)}
-    await store.outbox.complete([by_ref[e1.id]])
-    await store.outbox.bury([by_ref[e2.id]], "poison")
-    await store.outbox.defer([by_ref[e3.id]], "down", FAR_FUTURE)  # deferred still counts: not embedded yet
+    by_ref = {j.ref_id: j for j in await store.outbox.due(10, FAR_FUTURE)}
+    await store.uow.run(lambda tx: writes.jobs_completed(tx, [by_ref[e1.id]]))
+    await store.outbox.bury([by_ref[e2.id].id], "poison")
+    await store.outbox.defer([by_ref[e3.id].id], "down", FAR_FUTURE)  # deferred still counts: not embedded yet
     pending = await store.outbox.pending_in_scope("episodes", OutboxScope(session_id=session.id), 10)
     assert [j.ref_id for j in pending.jobs] == [e3.id] and pending.total == 1
     await store.uow.run(lambda tx: writes.delete_episode(tx, e3.id))

@@ -30,7 +30,7 @@ def _watched(store: SqliteStore, monkeypatch, fail: OSError | None = None) -> li
     sees) and each answer to a caller of the writer."""
     events: list[tuple] = []
     db_path = store.database.path
-    real_sync, real_settle = connection._fdatasync, store.database._settle
+    real_sync, real_answer = connection._fdatasync, store.database._answer
 
     def fdatasync(fd: int) -> None:
         with sqlite3.connect(db_path) as reader:
@@ -40,12 +40,12 @@ def _watched(store: SqliteStore, monkeypatch, fail: OSError | None = None) -> li
             raise fail
         real_sync(fd)
 
-    def settle(future, loop, result, error) -> None:
+    def answer(future, loop, result, error) -> None:
         events.append(("answer", error))
-        real_settle(future, loop, result, error)
+        real_answer(future, loop, result, error)
 
     monkeypatch.setattr(connection, "_fdatasync", fdatasync)
-    monkeypatch.setattr(store.database, "_settle", settle)
+    monkeypatch.setattr(store.database, "_answer", answer)
     return events
 
 

@@ -167,7 +167,7 @@ def test_owners_and_expiry_survive_export_and_import(tmp_path: Path) -> None:
     async def fill() -> None:
         store = SqliteStore.open(str(db))
         s = await store.uow.run(lambda tx: writes.create_session(tx, "c", {}, Owner("u1", "bot")))
-        await store.uow.run(lambda tx: writes.add_episodes(tx, [NewEpisode(s.id, "u", "a", expires_at="2999-01-01T00:00:00Z")]))
+        await store.uow.run(lambda tx: writes.add_episodes(tx, [NewEpisode(s.id, "u", "a", expires_at="2999-01-01T00:00:00.000Z")]))
         await store.uow.run(lambda tx: writes.add_summary(tx, NewSummary(s.id, "sum")))
         a = (await store.uow.run(lambda tx: writes.upsert_entity(tx, NewEntity("Ada", "p", user_id="u1")))).item
         await store.uow.run(lambda tx: writes.relate(tx, NewRelationship(a.id, a.id, "self", user_id="u1")))

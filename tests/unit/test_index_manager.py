@@ -50,7 +50,7 @@ class World:
             pass
 
 
-async def settle(manager: IndexManager, rounds: int = 2000) -> dict:
+async def until_consistent(manager: IndexManager, rounds: int = 2000) -> dict:
     """Let the background task work until every collection is consistent (bounded)."""
     manager.run()
     for _ in range(rounds):
@@ -66,7 +66,7 @@ async def switched(manager: IndexManager, builds: int = 1, rounds: int = 2000) -
     manager.run()
     for _ in range(rounds):
         if manager.builds >= builds:
-            return await settle(manager)
+            return await until_consistent(manager)
         await asyncio.sleep(0.01)
     raise AssertionError(f"no switch happened: {manager.status()}")
 
@@ -105,7 +105,7 @@ async def test_a_changed_model_rebuilds_in_the_background_and_switches(new: Fake
         await second.search("episodes", [1.0] * new.dimension, 3)
     await world.add(2)
     await world.drain(second, new)  # writes while rebuilding are accepted, kept in the store
-    status = await settle(second)
+    status = await until_consistent(second)
     assert await points_and_rows(world, second) == (7, 7)
     assert status["collections"]["episodes"]["model"] == f"fake:{new.model} ({new.dimension}-d cosine)"
     assert len(await second.search("episodes", [1.0] * new.dimension, 10)) == 7
@@ -129,7 +129,7 @@ async def test_a_lost_collection_is_rebuilt_from_stored_embeddings_without_the_e
     second = world.manager(embedder)
     await second.start()
     assert second.status()["collections"]["episodes"]["state"] == "unavailable"
-    await settle(second)
+    await until_consistent(second)
     assert await points_and_rows(world, second) == (20, 20)
     await second.close()
 
@@ -182,7 +182,7 @@ async def test_writes_made_during_a_build_reach_the_new_generation() -> None:
     await world.store.uow.run(lambda tx: writes.update_episode(tx, ids[1], EpisodeChanges(user_message="rewritten")))
     await world.drain(manager, embedder)
     gate.set()
-    await settle(manager)
+    await until_consistent(manager)
     physical = manager.status()["collections"]["episodes"]["generation"]
     assert await index.point_ids(physical) == sorted(ids[1:] + added)
     [best] = await manager.search("episodes", (await embedder.embed(["User: rewritten\nAssistant: ok"]))[0], 1)
@@ -228,7 +228,7 @@ async def test_a_crash_at_any_step_of_the_switch_converges_at_the_next_start(ste
     catalog.step = "none"
     restarted = world.manager(embedder, catalog=catalog)
     await restarted.start()
-    await settle(restarted)
+    await until_consistent(restarted)
     assert await points_and_rows(world, restarted) == (12, 12)
     assert sorted(g.state for g in await catalog.generations()) == ["active"] * 3
     assert len(await world.index.collections()) == 3  # nothing left behind
@@ -275,7 +275,7 @@ async def test_a_record_the_new_model_refuses_does_not_hold_up_its_rebuild() -> 
     new.refuse("poison")
     second = world.manager(new)
     await second.start()
-    status = await settle(second)
+    status = await until_consistent(second)
     assert status["collections"]["episodes"]["points"] == 6  # every record but the refused one
     await second.close()
 
@@ -414,7 +414,7 @@ async def test_a_kill_at_any_step_of_a_server_switch_leaves_the_alias_on_a_whole
     catalog.step, index.step = "none", "none"
     restarted = world.manager(embedder, catalog=catalog)
     await restarted.start()
-    await settle(restarted)
+    await until_consistent(restarted)
     active = restarted.status()["collections"]["episodes"]["generation"]
     assert (await index.aliases())[alias] == active and await index.count(alias) == 8
     assert (active == first) == (step == "before-activate")
