@@ -13,7 +13,8 @@ from datetime import datetime
 import psycopg
 
 from adapters.postgres import rows
-from adapters.postgres.bm25 import ranked_sql
+from adapters.postgres.bm25 import Statistics, ranked
+from adapters.postgres.database import PostgresDatabase
 from adapters.postgres.filters import metadata_sql
 from adapters.postgres.reads import Reads
 from adapters.postgres.schema import TEXT_CONFIG
@@ -26,6 +27,10 @@ from domain.record_kinds import KINDS, Source
 
 class PostgresKeywordIndex(Reads):
     parses_query_syntax = True  # mode ``fts`` is FTS5's query language, parsed in tsquery.py
+
+    def __init__(self, db: PostgresDatabase) -> None:
+        super().__init__(db)
+        self._statistics = Statistics()
 
     async def search(
         self, source: Source, query: KeywordQuery, limit: int, session_id: int | None = None,
@@ -58,7 +63,8 @@ class PostgresKeywordIndex(Reads):
         mapper = rows.ROW_OF[source]
 
         def op(conn: psycopg.Connection) -> list[KeywordHit]:
-            plan = _plan(conn, source, query, scoped)
+            most = conn.execute(f"SELECT coalesce(max(id), 0) FROM {source}").fetchone()[0]
+            plan = _plan(conn, source, query, scoped, most)
             text = tsquery_of(plan.query)
             if text is None:
                 return []
@@ -67,17 +73,15 @@ class PostgresKeywordIndex(Reads):
                 clauses.append(f"t.id >= (SELECT min(id) FROM (SELECT id FROM {source} WHERE tsv @@"
                                f" to_tsquery('{TEXT_CONFIG}', %s) ORDER BY id DESC LIMIT %s) AS newest)")
                 values.extend((text, plan.newest))
-            sql, head = ranked_sql(source, " AND ".join(clauses))
-            found = conn.execute(sql, [*head(text), *values, limit]).fetchall()
+            found = ranked(conn, self._statistics, source, text, most, " AND ".join(clauses), values, limit)
             return [KeywordHit(mapper(r), r["rank_score"]) for r in found]
 
         return await self._db.read(op)
 
 
-def _plan(conn: psycopg.Connection, table: str, query: KeywordQuery, scoped: bool) -> KeywordPlan:
+def _plan(conn: psycopg.Connection, table: str, query: KeywordQuery, scoped: bool, most: int) -> KeywordPlan:
     """``within_budget`` over match counts from the GIN index, each counted up to the budget + 1
     (none when the table's highest id bounds them within it: a small store never counts)."""
-    most = conn.execute(f"SELECT coalesce(max(id), 0) FROM {table}").fetchone()[0]
     if fits_whatever_it_matches(query, most):
         return KeywordPlan(query)
     counts = {}
