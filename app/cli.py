@@ -314,7 +314,7 @@ def mcp(
     if transport not in ("stdio", "streamable-http"):
         typer.echo(f"configuration error: --transport: must be stdio or streamable-http, not {transport!r}", err=True)
         raise typer.Exit(2)
-    from app.mcp_server import run
+    from app.mcp_serving import run
 
     settings = _settings()
     configure_logging(settings)  # to stderr: with stdio, stdout carries the protocol

@@ -20,7 +20,8 @@ from app.docs import DOCS_PATHS, SCHEMA_PATH, docs_asset, open_operations, opena
 from app.errors import EXCEPTION_HANDLERS
 from app.gates import RequestGates, observer
 from app.health import HEALTH_ROUTES
-from app.mcp_server import MCP_PATH, mounted as mounted_mcp
+from app.mcp_server import MCP_PATH
+from app.mcp_serving import mounted as mounted_mcp
 from app.metrics import metrics
 from app.middleware import install_request_id_filter
 from app.overload import PatientAdmission

@@ -1,5 +1,6 @@
 """The memory as Model Context Protocol tools: mounted at ``/mcp`` in the REST app (streamable
-HTTP, ``serve``), or on its own with ``memory-service mcp`` (stdio, or streamable HTTP alone).
+HTTP, ``serve``), or on its own with ``memory-service mcp`` (stdio, or streamable HTTP alone);
+``app.mcp_serving`` does the serving.
 
 The tools call the same domain services as the REST routes, built by the same container
 (``app.container``), and answer with the same JSON shapes (``app.schemas``). A domain error becomes
@@ -15,7 +16,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
-from collections.abc import Awaitable, Callable, Collection
+from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from typing import Annotated, Any, Literal
 
@@ -25,10 +26,8 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import ToolAnnotations
 from pydantic import Field, create_model
 
-from app import heap
-from app.auth import PRINCIPAL, Denied, allowed_mcp_hosts, bearer_token, check_mcp_origin, send_denied
-from app.config import Settings
-from app.container import Container, build_container, shutdown
+from app.auth import PRINCIPAL
+from app.container import Container
 from app.cursor_pages import EpisodeCursorPage
 from app.idempotency import keyed_result
 from app.requests import wire_timestamp
@@ -337,82 +336,3 @@ def build_server(container: Container, wrote: Callable[[], None] = lambda: None)
         return JSONResponse({"status": "ok", "transport": "streamable-http", "path": MCP_PATH})
 
     return server
-
-
-class KeyedMcp:
-    """ASGI wrapper of ``memory-service mcp --transport streamable-http``: the same keys as the REST
-    API (app.auth's ``Authenticator``: the bootstrap key, stored keys with their scopes, owners and
-    rates) and the same ``Host``/``Origin`` rule; the principal goes into ``scope["state"]`` where
-    the tools find it (``PrincipalOfRequest``). ``/health`` stays open."""
-
-    def __init__(self, app: Any, authenticator: Any, hosts: Collection[str]) -> None:
-        self.app, self.authenticator, self.hosts = app, authenticator, frozenset(hosts)
-
-    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
-        if scope["type"] != "http" or scope.get("path") == "/health":
-            await self.app(scope, receive, send)
-            return
-        try:
-            check_mcp_origin(scope, self.hosts)
-            principal = await self.authenticator.principal(bearer_token(scope))
-        except Denied as denied:
-            await send_denied(send, denied)
-            return
-        scope.setdefault("state", {})[PRINCIPAL] = principal
-        await self.app(scope, receive, send)
-
-
-def mounted(container: Container, settings: Settings, wrote: Callable[[], None], stateless: bool = False):
-    """MCP over streamable HTTP inside the REST app, at ``/mcp``: the same process, container and
-    embedding worker as ``serve`` (an embedded store is opened by one process only). Returns the
-    Litestar handler and the session manager, whose ``run()`` the app's lifespan must hold open.
-    ``stateless`` (several worker processes): no session outlives its request, since the next
-    request of a client may reach another worker, which would not know the session."""
-    from litestar.handlers import asgi
-    from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
-
-    server = build_server(container, wrote)
-    server.streamable_http_app(streamable_http_path=MCP_PATH, host=settings.host,  # creates the session manager
-                               stateless_http=stateless)
-    # Keys are checked by the REST app's door (app.auth), which /mcp passes like every route.
-    app: Any = StreamableHTTPASGIApp(server.session_manager)
-
-    @asgi(MCP_PATH, is_mount=True, copy_scope=True)
-    async def mcp_endpoint(scope: Any, receive: Any, send: Any) -> None:
-        await app(scope, receive, send)
-
-    return mcp_endpoint, server.session_manager
-
-
-async def run(settings: Settings, transport: Transport, host: str, port: int) -> None:
-    """Open the stores, run the embedding worker, and serve MCP until stdin closes (stdio) or a
-    signal stops uvicorn (streamable HTTP); then close everything as ``serve`` does."""
-    from app.main import check_configuration  # app.main mounts this module's tools
-
-    container = build_container(settings)
-    check_configuration(container)
-    try:
-        await container.store_resource()
-        manager = await container.index_manager_resource()
-        await manager.start()  # never waits for a build, as in `serve`
-        manager.run()
-        worker = await container.worker_running()  # started unless EMBEDDING_WORKER=false
-        server = build_server(container, worker.notify)
-        heap.freeze_start_up()  # a long-running server too: start-up's objects out of every later collection
-        if transport == "stdio":
-            await server.run_stdio_async()
-        else:
-            await _serve_http(server, settings, host, port, container.authenticator())
-    finally:
-        await shutdown(container)
-
-
-async def _serve_http(server: MCPServer, settings: Settings, host: str, port: int, authenticator: Any) -> None:
-    import uvicorn
-
-    app: Any = server.streamable_http_app(streamable_http_path=MCP_PATH, host=host)
-    app = KeyedMcp(app, authenticator, allowed_mcp_hosts(settings.mcp_allowed_hosts, host))
-    log.info("MCP over streamable HTTP at http://%s:%d%s", host, port, MCP_PATH)
-    config = uvicorn.Config(app, host=host, port=port, log_level=settings.log_level, access_log=False,
-                            log_config=None, timeout_graceful_shutdown=10)
-    await uvicorn.Server(config).serve()

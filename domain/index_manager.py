@@ -36,7 +36,6 @@ import asyncio
 import logging
 import secrets
 import time
-from collections.abc import Sequence
 from typing import Any, cast
 
 from domain.errors import VectorIndexError
@@ -45,8 +44,9 @@ from domain.index_status import (
     overall,
 )
 from domain.index_source import RETRY_SECONDS, StoreSource
+from domain.index_serving import Serving
 from domain.index_verify import Verification
-from domain.vectors import COLLECTIONS, ModelRef, VectorFilter, VectorHit, VectorPoint, encode_vector
+from domain.vectors import COLLECTIONS, ModelRef
 from ports.embedder import Embedder
 from ports.index_catalog import Generation, IndexCatalog, StoredEmbeddings
 from ports.maintenance import MaintenanceLock
@@ -56,13 +56,13 @@ from ports.vector_index import CollectionAliases, IndexStorage, VectorIndex
 log = logging.getLogger("nexusai.index")
 
 
-class IndexManager(Verification, StoreSource):
+class IndexManager(Serving, Verification, StoreSource):
     """Generations, builds, verification and repair of the vector collections.
 
     ``start()`` decides each collection's state without waiting for any build; ``run()`` is the
     background task that builds, verifies (every ``verify_seconds``) and watches for maintenance
-    (every ``check_seconds``). The search/write methods follow the ``VectorIndex`` port on the
-    logical collection names.
+    (every ``check_seconds``). The search/write methods (``Serving``) follow the ``VectorIndex``
+    port on the logical collection names.
     """
 
     def __init__(
@@ -363,71 +363,3 @@ class IndexManager(Verification, StoreSource):
 
     def degraded(self) -> bool:
         return self._storage.disk_low() is not None or any(s.state in DEGRADED_STATES for s in self._states.values())
-
-    # ---- the VectorIndex port, on logical names ----------------------------------------------
-
-    def _serving(self, collection: str) -> str:
-        state = self._states.get(collection)
-        if state is None:
-            raise VectorIndexError(f"vector collection {collection!r} does not exist")
-        if not state.usable or state.active is None:
-            raise VectorIndexError(state.unavailable_message())
-        return self._target(state, state.active.physical)
-
-    def _target(self, state: CollectionState, physical: str) -> str:
-        # A follower reads and writes through the alias: the maintaining process moves it at a
-        # switch, and every process is on the new generation at once, with no manifest to re-read.
-        return state.alias if not self.maintaining and state.alias else physical
-
-    async def ensure_collection(self, name: str, dimension: int) -> None:
-        """Collections are the manager's own: this only checks the name and the dimension."""
-        if name not in self._states:
-            raise VectorIndexError(f"vector collection {name!r} does not exist")
-        if dimension != self.model.dimension:
-            raise VectorIndexError(f"vector collection {name!r} holds {self.model.dimension}-d vectors, not {dimension}")
-
-    async def upsert(self, collection: str, points: Sequence[VectorPoint]) -> None:
-        if not points:
-            return
-        # The store keeps the embedding first: a build in progress, a repair or a lost index
-        # rebuilds from it without the embedder.
-        await self._embeddings.store_embeddings(collection, self._model_id, [(p.id, encode_vector(p.vector)) for p in points])
-        await self._write(collection, {p.id for p in points}, None, lambda target: self._index.upsert(target, points))
-
-    async def delete(self, collection: str, ids: Sequence[int]) -> None:
-        if ids:
-            await self._write(collection, set(ids), None, lambda target: self._index.delete(target, ids))
-
-    async def delete_by_filter(self, collection: str, filter: VectorFilter) -> None:
-        if filter.is_empty:
-            raise VectorIndexError(f"refusing to delete every point of {collection!r}: the filter is empty")
-        await self._write(collection, set(), filter, lambda target: self._index.delete_by_filter(target, filter))
-
-    async def _write(self, collection: str, ids: set[int], flt: VectorFilter | None, action) -> None:
-        state = self._states.get(collection)
-        if state is None:
-            raise VectorIndexError(f"vector collection {collection!r} does not exist")
-        async with self._lock:
-            if state.dirty is not None:  # a build runs: what its stream already passed is replayed
-                streamed, self.build_writes = state.streamed_to, self.build_writes + len(ids)
-                state.dirty.update(ids if streamed is None else (i for i in ids if i <= streamed))
-                if flt is not None:
-                    state.dirty_filters.append(flt)
-            if state.usable and state.active is not None:
-                await action(self._target(state, state.active.physical))
-            elif state.building is None and state.wanted is None:
-                raise VectorIndexError(state.unavailable_message())
-            # else: the generation being built picks the write up from the store
-
-    async def search(self, collection: str, vector: Sequence[float], limit: int,
-                     filter: VectorFilter | None = None, score_threshold: float | None = None) -> list[VectorHit]:
-        return await self._index.search(self._serving(collection), vector, limit, filter, score_threshold)
-
-    async def count(self, collection: str) -> int:
-        return await self._index.count(self._serving(collection))
-
-    async def retrieve_vectors(self, collection: str, ids: Sequence[int]) -> dict[int, list[float]]:
-        return await self._index.retrieve_vectors(self._serving(collection), ids)
-
-    async def health(self) -> str | None:
-        return await self._index.health()
