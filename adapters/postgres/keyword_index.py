@@ -64,7 +64,7 @@ class PostgresKeywordIndex(Reads):
 
         def op(conn: psycopg.Connection) -> list[KeywordHit]:
             most = conn.execute(f"SELECT coalesce(max(id), 0) FROM {source}").fetchone()[0]
-            plan = _plan(conn, source, query, scoped, most)
+            plan = self._plan(conn, source, query, scoped, most)
             text = tsquery_of(plan.query)
             if text is None:
                 return []
@@ -78,16 +78,13 @@ class PostgresKeywordIndex(Reads):
 
         return await self._db.read(op)
 
-
-def _plan(conn: psycopg.Connection, table: str, query: KeywordQuery, scoped: bool, most: int) -> KeywordPlan:
-    """``within_budget`` over match counts from the GIN index, each counted up to the budget + 1
-    (none when the table's highest id bounds them within it: a small store never counts)."""
-    if fits_whatever_it_matches(query, most):
-        return KeywordPlan(query)
-    counts = {}
-    for part in counted(query):
-        text = tsquery_of(part)
-        counts[part] = 0 if text is None else conn.execute(
-            f"SELECT count(*) FROM (SELECT 1 FROM {table} WHERE tsv @@ to_tsquery('{TEXT_CONFIG}', %s) LIMIT %s) AS m",
-            (text, (part.budget or 0) + 1)).fetchone()[0]
-    return within_budget(query, counts, scoped)
+    def _plan(self, conn: psycopg.Connection, table: str, query: KeywordQuery, scoped: bool, most: int) -> KeywordPlan:
+        """``within_budget`` over match counts from the GIN index, each counted up to the budget + 1
+        (none when the table's highest id bounds them within it: a small store never counts)."""
+        if fits_whatever_it_matches(query, most):
+            return KeywordPlan(query)
+        counts = {}
+        for part in counted(query):
+            text = tsquery_of(part)
+            counts[part] = 0 if text is None else self._statistics.matches(conn, table, most, text, (part.budget or 0) + 1)
+        return within_budget(query, counts, scoped)
