@@ -115,14 +115,23 @@ class IndexingService:
 
     async def index_now(self, collection: str, jobs: Sequence[OutboxJob]) -> int:
         """Embed and index the records of these upsert jobs at once, outside the worker's passes
-        (a search reading its own writes); returns how many jobs completed. A failure leaves the
-        jobs as they were, to the worker's retries and backoff: the caller is a query, and must not
-        decide that a record is poison."""
+        (a search reading its own writes); returns how many jobs completed. The jobs are claimed
+        first, as a worker claims them: one whose record a drainer (of this process or another)
+        has in flight, or that waits to retry, is left to the drainers, so an older text's vector
+        never lands after a newer one's. A failure gives the claimed jobs back as they were, to the
+        worker's retries and backoff: the caller is a query, and must not decide that a record is
+        poison."""
         if not jobs:
             return 0
+        claimed = await self._store.outbox.claim(len(jobs), self._clock(), only=[job.id for job in jobs])
+        if not claimed:
+            return 0
         result = PassResult()
-        error = await self._attempt(result, collection, jobs)
-        return 0 if error is not None else result.done
+        error = await self._attempt(result, collection, claimed)
+        if error is not None:
+            await self._store.outbox.release([job.id for job in claimed], self._clock())
+            return 0
+        return result.done
 
     async def _step(self, result: PassResult, jobs: Sequence[OutboxJob], action) -> None:
         try:

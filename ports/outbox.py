@@ -21,7 +21,7 @@ class EmbeddingOutbox(Protocol):
         completes it (``OutboxWrites.complete``, with what its completion means)."""
         ...
 
-    async def claim(self, limit: int, now: datetime) -> list[OutboxJob]:
+    async def claim(self, limit: int, now: datetime, only: Sequence[int] | None = None) -> list[OutboxJob]:
         """The jobs ``due`` would return, taken for the caller: none of them is returned by another
         ``claim`` (of this process or any other sharing the store) until ``CLAIM_LEASE`` after
         ``now``, unless ``defer``/``retry_dead`` set another time first; completing them removes them.
@@ -29,7 +29,14 @@ class EmbeddingOutbox(Protocol):
         it due again when the lease ends. A record's job is not taken while another job of the
         same record is claimed or waiting to retry (session deletes excepted: they name no
         record), so one record is never in flight twice and an older text's vector never lands
-        after a newer one's; jobs of one record due together are taken together."""
+        after a newer one's; jobs of one record due together are taken together. With ``only``,
+        just those of the named jobs (a search embedding the records it is about to read)."""
+        ...
+
+    async def release(self, job_ids: Sequence[int], now: datetime) -> None:
+        """Give claimed jobs back, due at ``now`` with their attempts unchanged: a claim abandoned
+        (a search's embedding failed), which says nothing against the records. Dead or unknown
+        ids are ignored."""
         ...
 
     async def defer(self, job_ids: Sequence[int], error: str, retry_at: datetime) -> None:

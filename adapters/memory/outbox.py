@@ -21,17 +21,24 @@ class MemoryOutbox:
         return [job for job_id, job in sorted(self._s.outbox.items())
                 if self._s.retry_at[job_id] <= cutoff and job.dead_at is None][:limit]
 
-    async def claim(self, limit: int, now: datetime) -> list[OutboxJob]:
+    async def claim(self, limit: int, now: datetime, only: Sequence[int] | None = None) -> list[OutboxJob]:
         cutoff = format_timestamp(now)
         # A record's job waits while another of its jobs is claimed or backing off.
         busy = {(job.collection, job.ref_id) for job_id, job in self._s.outbox.items()
                 if job.op != "delete_session" and job.dead_at is None and self._s.retry_at[job_id] > cutoff}
+        named = None if only is None else set(only)
         jobs = [job for job in await self.due(len(self._s.outbox), now)
-                if job.op == "delete_session" or (job.collection, job.ref_id) not in busy][:limit]
+                if (named is None or job.id in named)
+                and (job.op == "delete_session" or (job.collection, job.ref_id) not in busy)][:limit]
         lease = format_timestamp(now + CLAIM_LEASE)
         for job in jobs:
             self._s.retry_at[job.id] = lease
         return jobs
+
+    async def release(self, job_ids: Sequence[int], now: datetime) -> None:
+        for job_id in job_ids:
+            if job_id in self._s.outbox and self._s.outbox[job_id].dead_at is None:
+                self._s.retry_at[job_id] = format_timestamp(now)
 
     async def defer(self, job_ids: Sequence[int], error: str, retry_at: datetime) -> None:
         for job_id in job_ids:

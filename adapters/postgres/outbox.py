@@ -36,8 +36,11 @@ class PostgresOutbox(Reads):
             "SELECT * FROM embedding_outbox WHERE next_attempt_at <= %s AND dead_at IS NULL ORDER BY id LIMIT %s",
             (format_timestamp(now), limit), rows.job_of)
 
-    async def claim(self, limit: int, now: datetime) -> list[OutboxJob]:
+    async def claim(self, limit: int, now: datetime, only: Sequence[int] | None = None) -> list[OutboxJob]:
         stamp = format_timestamp(now)
+        if only is not None and not only:
+            return []
+        among, named = (" AND o.id = ANY(%s)", [list(only)]) if only is not None else ("", [])
 
         def op(conn: psycopg.Connection) -> list[OutboxJob]:
             # Claims take turns (a transaction lock, held to COMMIT), so each one sees every
@@ -45,12 +48,19 @@ class PostgresOutbox(Reads):
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (lock_key("outbox_claim"),))
             found = conn.execute(
                 "WITH claimed AS (SELECT o.id FROM embedding_outbox o WHERE o.next_attempt_at <= %s"
-                f" AND o.dead_at IS NULL AND {_RECORD_FREE} ORDER BY o.id LIMIT %s FOR UPDATE SKIP LOCKED)"
+                f" AND o.dead_at IS NULL AND {_RECORD_FREE}{among} ORDER BY o.id LIMIT %s FOR UPDATE SKIP LOCKED)"
                 " UPDATE embedding_outbox o SET next_attempt_at = %s FROM claimed WHERE o.id = claimed.id"
-                " RETURNING o.*", (stamp, stamp, limit, format_timestamp(now + CLAIM_LEASE))).fetchall()
+                " RETURNING o.*", (stamp, stamp, *named, limit, format_timestamp(now + CLAIM_LEASE))).fetchall()
             return sorted((rows.job_of(r) for r in found), key=lambda job: job.id)
 
         return await self._db.write(op)
+
+    async def release(self, job_ids: Sequence[int], now: datetime) -> None:
+        if job_ids:
+            ids = list(job_ids)
+            await self._db.write(lambda conn: conn.execute(
+                "UPDATE embedding_outbox SET next_attempt_at = %s WHERE dead_at IS NULL AND id = ANY(%s)",
+                (format_timestamp(now), ids)))
 
     async def defer(self, job_ids: Sequence[int], error: str, retry_at: datetime) -> None:
         if job_ids:

@@ -28,19 +28,31 @@ class SqliteOutbox(Reads):
             (format_timestamp(now), limit), rows.job_of,
         )
 
-    async def claim(self, limit: int, now: datetime) -> list[OutboxJob]:
+    async def claim(self, limit: int, now: datetime, only: Sequence[int] | None = None) -> list[OutboxJob]:
         # One write: processes sharing the file take turns at the writer's lock, so none claims a
         # job another has just claimed, nor a record whose job another has in flight.
         stamp = format_timestamp(now)
+        named = list(only or [])
+        if only is not None and not named:
+            return []
+        among = f" AND o.id IN ({in_list(named)})" if only is not None else ""
 
         def op(conn: sqlite3.Connection) -> list[OutboxJob]:
             found = conn.execute(
                 "UPDATE embedding_outbox SET next_attempt_at = ? WHERE id IN (SELECT o.id FROM embedding_outbox o"
-                f" WHERE o.next_attempt_at <= ? AND o.dead_at IS NULL AND {_RECORD_FREE} ORDER BY o.id LIMIT ?+0)"
-                " RETURNING *", (format_timestamp(now + CLAIM_LEASE), stamp, stamp, limit)).fetchall()
+                f" WHERE o.next_attempt_at <= ? AND o.dead_at IS NULL AND {_RECORD_FREE}{among} ORDER BY o.id LIMIT ?+0)"
+                " RETURNING *", (format_timestamp(now + CLAIM_LEASE), stamp, stamp, *named, limit)).fetchall()
             return sorted((rows.job_of(r) for r in found), key=lambda job: job.id)
 
         return await self._db.write(op)
+
+    async def release(self, job_ids: Sequence[int], now: datetime) -> None:
+        if not job_ids:
+            return
+        ids = list(job_ids)
+        await self._db.write(lambda conn: conn.execute(
+            f"UPDATE embedding_outbox SET next_attempt_at = ? WHERE dead_at IS NULL AND id IN ({in_list(ids)})",
+            [format_timestamp(now), *ids]))
 
     async def defer(self, job_ids: Sequence[int], error: str, retry_at: datetime) -> None:
         if not job_ids:

@@ -234,3 +234,30 @@ async def test_concurrent_claims_never_put_one_record_in_two_claims(store: Store
     batches = await asyncio.gather(*(store.outbox.claim(4, now) for _ in range(8)))
     records = [{j.ref_id for j in batch} for batch in batches]
     assert sum(len(r) for r in records) == len(set().union(*records))
+
+
+async def test_a_claim_of_named_jobs_takes_only_those_that_are_free(store: Store) -> None:
+    session = await a_session(store)
+    e1, e2, e3 = await store.uow.run(lambda tx: writes.add_episodes(tx, [NewEpisode(session.id, "u", "a")] * 3))
+    now = datetime.now(UTC)
+    by_ref = {j.ref_id: j for j in await store.outbox.due(10, now)}
+    [taken] = await store.outbox.claim(10, now, only=[by_ref[e1.id].id])
+    assert taken.id == by_ref[e1.id].id
+    await store.uow.run(lambda tx: writes.update_episode(tx, e1.id, EpisodeChanges(user_message="edited")))
+    edit = max(j.id for j in await store.outbox.due(10, now + timedelta(seconds=1)) if j.ref_id == e1.id)
+    # The edit's job waits for the claimed one; e2's is free; an unknown id is nothing.
+    assert [j.id for j in await store.outbox.claim(10, now + timedelta(seconds=1), only=[edit, by_ref[e2.id].id, 10**9])] \
+        == [by_ref[e2.id].id]
+    assert await store.outbox.claim(10, now, only=[]) == []
+    assert [j.ref_id for j in await store.outbox.claim(10, now)] == [e3.id]
+
+
+async def test_released_jobs_are_due_at_once_with_their_attempts_unchanged(store: Store) -> None:
+    added = await due_jobs_of_new_episodes(store, 2)
+    now = datetime.now(UTC)
+    claimed = await store.outbox.claim(10, now)
+    assert await store.outbox.claim(10, now) == []
+    await store.outbox.bury([claimed[1].id], "poison")
+    await store.outbox.release([j.id for j in claimed], now)
+    again = await store.outbox.claim(10, now)
+    assert [(j.id, j.attempts) for j in again] == [(added[0].id, 0)]  # the dead one stays dead

@@ -3,6 +3,8 @@ in-memory adapters."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
 
 from adapters.memory.fake_embedder import FakeEmbedder
@@ -11,7 +13,7 @@ from adapters.memory.vector_index import InMemoryVectorIndex
 from domain import writes
 from domain.freshness import ReadYourWrites
 from domain.indexing import IndexingService
-from domain.models import NewEpisode
+from domain.models import EpisodeChanges, NewEpisode
 from domain.outbox import OutboxScope
 from domain.relevance import DEFAULT_FLOOR, HASHED, MINILM, cosine_scale, meaning_evidence, relevance_of, word_evidence, query_terms
 
@@ -63,6 +65,18 @@ async def test_catching_up_with_the_embedder_down_leaves_the_jobs_and_counts_the
     fresh = ReadYourWrites(store, IndexingService(store, index, embedder), max_jobs=8, max_seconds=60)
     assert await fresh.catch_up(["episodes"], OutboxScope(session_id=sid)) == 2
     assert [j.attempts for j in (await store.outbox.pending_in_scope("episodes", OutboxScope(), 8)).jobs] == [0, 0]
+    # Given back due at once, not held for a claim's lease: the worker retries them on its next pass.
+    assert len(await store.outbox.claim(8, datetime.now(UTC))) == 2
+
+
+async def test_a_record_a_drainer_has_in_flight_is_left_to_it_and_counted() -> None:
+    store, index, embedder, sid = await _pending_episodes(1)
+    [in_flight] = await store.outbox.claim(8, datetime.now(UTC))  # a worker is embedding the first text
+    await store.uow.run(lambda tx: writes.update_episode(tx, in_flight.ref_id, EpisodeChanges(user_message="edited")))
+    fresh = ReadYourWrites(store, IndexingService(store, index, embedder), max_jobs=8, max_seconds=60)
+    # Embedding the edit now could land before the worker's older vector, which would then win.
+    assert await fresh.catch_up(["episodes"], OutboxScope(session_id=sid)) == 2
+    assert embedder.calls == [] and await index.count("episodes") == 0
 
 
 async def test_counting_only_embeds_nothing() -> None:
