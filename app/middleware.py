@@ -152,10 +152,31 @@ class AdmissionControl:
             await self.refuse(scope, send)
             return
         self.in_flight += 1
+        await self.run_in_slot(scope, receive, send, app)
+
+    async def run_in_slot(self, scope: Scope, receive: Receive, send: Send, app: ASGIApp) -> None:
+        """Run ``app`` in the slot already counted for it, and free the slot as the response's last
+        byte is handed to the server: the server may start the connection's next request then,
+        before ``app`` has returned, and that request must find the slot free (a client with as
+        many connections as the limit would otherwise meet spurious 503s)."""
+        done = False
+
+        async def send_then_free(message: Message) -> None:
+            nonlocal done
+            await send(message)
+            if not done and message["type"] == "http.response.body" and not message.get("more_body", False):
+                done = True
+                self._release()
+
         try:
-            await app(scope, receive, send)
+            await app(scope, receive, send_then_free)
         finally:
-            self.in_flight -= 1
+            if not done:
+                done = True
+                self._release()
+
+    def _release(self) -> None:
+        self.in_flight -= 1
 
     async def refuse(self, scope: Scope, send: Send) -> None:
         # Marked so the request log skips it: under overload a refusal must cost as little as

@@ -71,10 +71,7 @@ class PatientAdmission(AdmissionControl):
             self._refuse_later(client)
             await self.refuse(scope, send)
             return
-        try:
-            await app(scope, receive, send)
-        finally:
-            self._release()
+        await self.run_in_slot(scope, receive, send, app)
 
     async def _wait_for_slot(self, client: object) -> bool:
         """True once a slot was handed to this request (``in_flight`` already counts it); False at

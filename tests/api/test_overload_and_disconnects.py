@@ -106,6 +106,34 @@ async def test_a_slow_upload_holds_no_slot_until_its_body_has_arrived():
     assert upload.status == 200 and b"".join(received) == b'{"a": 1}' and gate.in_flight == 0
 
 
+@pytest.mark.parametrize("patient", [False, True])
+async def test_the_next_request_of_a_connection_finds_the_slot_its_last_response_freed(patient):
+    """The server starts a keep-alive connection's next request once the last byte of the answer
+    is out, possibly before the app has returned (here: work after the response); a client with as
+    many connections as the limit must never meet a 503 for that."""
+    from app.overload import PatientAdmission
+
+    after_response = asyncio.Event()
+
+    async def app(scope, receive, send):
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"ok"})
+        if scope["path"] == "/first":
+            await after_response.wait()
+
+    gate = (PatientAdmission if patient else AdmissionControl)(app, limit=1, exempt=())
+    first = Recorder()
+    finishing = asyncio.create_task(gate(_scope("GET", "/first"), None, first))
+    while len(first.messages) < 2:  # the answer is out; the app is still at work
+        await asyncio.sleep(0)
+    second = Recorder()
+    await gate(_scope("GET", "/second"), None, second)
+    assert (first.status, second.status, gate.rejected) == (200, 200, 0)
+    after_response.set()
+    await finishing
+    assert gate.in_flight == 0
+
+
 async def test_a_zero_limit_turns_admission_control_off():
     async def app(scope, receive, send):
         await send({"type": "http.response.start", "status": 204, "headers": []})
