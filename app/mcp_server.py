@@ -1,5 +1,6 @@
 """The memory as Model Context Protocol tools: mounted at ``/mcp`` in the REST app (streamable
-HTTP, ``serve``), or on its own with ``memory-service mcp`` (stdio, or streamable HTTP alone).
+HTTP, ``serve``; loaded on first use, ``app.mcp_mount``), or on its own with ``memory-service mcp``
+(stdio, or streamable HTTP alone).
 
 The tools call the same domain services as the REST routes, built by the same container
 (``app.container``), and answer with the same JSON shapes (``app.schemas``). A domain error becomes
@@ -30,6 +31,7 @@ from app.auth import PRINCIPAL, Denied, allowed_mcp_hosts, bearer_token, check_m
 from app.config import Settings
 from app.container import Container, build_container, shutdown
 from app.cursor_pages import EpisodeCursorPage
+from app.mcp_mount import MCP_PATH
 from app.idempotency import keyed_result
 from app.requests import wire_timestamp
 from app.schemas import (
@@ -53,7 +55,6 @@ from domain.services import check_session_owner
 log = logging.getLogger("nexusai.mcp")
 
 Transport = Literal["stdio", "streamable-http"]
-MCP_PATH = "/mcp"
 INSTRUCTIONS = (
     "Long-term memory for this assistant. Call `remember` after each exchange worth keeping, naming the "
     "conversation with a stable `session` id; call `build_context` (or `search`) before answering to recall what "
@@ -362,26 +363,16 @@ class KeyedMcp:
         await self.app(scope, receive, send)
 
 
-def mounted(container: Container, settings: Settings, wrote: Callable[[], None], stateless: bool = False):
-    """MCP over streamable HTTP inside the REST app, at ``/mcp``: the same process, container and
-    embedding worker as ``serve`` (an embedded store is opened by one process only). Returns the
-    Litestar handler and the session manager, whose ``run()`` the app's lifespan must hold open.
-    ``stateless`` (several worker processes): no session outlives its request, since the next
-    request of a client may reach another worker, which would not know the session."""
-    from litestar.handlers import asgi
+def mounted_app(container: Container, settings: Settings, wrote: Callable[[], None],
+                stateless: bool = False) -> tuple[Any, Any]:
+    """The SDK's ASGI app for ``/mcp`` inside the REST app and its session manager, whose ``run()``
+    must be held open while it serves (``app.mcp_mount`` mounts it, built on first use)."""
     from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
 
     server = build_server(container, wrote)
     server.streamable_http_app(streamable_http_path=MCP_PATH, host=settings.host,  # creates the session manager
                                stateless_http=stateless)
-    # Keys are checked by the REST app's door (app.auth), which /mcp passes like every route.
-    app: Any = StreamableHTTPASGIApp(server.session_manager)
-
-    @asgi(MCP_PATH, is_mount=True, copy_scope=True)
-    async def mcp_endpoint(scope: Any, receive: Any, send: Any) -> None:
-        await app(scope, receive, send)
-
-    return mcp_endpoint, server.session_manager
+    return StreamableHTTPASGIApp(server.session_manager), server.session_manager
 
 
 async def run(settings: Settings, transport: Transport, host: str, port: int) -> None:
