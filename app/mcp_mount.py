@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -24,6 +25,8 @@ from app.config import Settings
 from app.container import Container
 
 MCP_PATH = "/mcp"
+
+log = logging.getLogger("nexusai.mcp")
 
 
 class LazyMcp:
@@ -46,6 +49,8 @@ class LazyMcp:
         finally:
             self._stopping.set()
             await task
+            if self._ready.done() and not self._ready.cancelled():
+                self._ready.exception()  # a start-up failure was logged; no "never retrieved" warning
 
     async def _serve(self, ready: asyncio.Future[Any]) -> None:
         stopping = asyncio.create_task(self._stopping.wait())
@@ -60,10 +65,10 @@ class LazyMcp:
             async with manager.run():
                 ready.set_result(app)
                 await stopping
-        except Exception as error:
+        except Exception as error:  # every /mcp request then fails with it; the REST app serves on
+            log.exception("the MCP server could not start")
             if not ready.done():
                 ready.set_exception(error)
-            raise
         finally:
             stopping.cancel()
             if not ready.done():
