@@ -13,6 +13,7 @@ from typing import Annotated, Optional
 import typer
 
 from app.config import ConfigError, Settings, load_settings
+from app.heap import limit_malloc_arenas
 
 cli = typer.Typer(help="NexusAI Memory Service", no_args_is_help=True, add_completion=False)
 
@@ -87,6 +88,7 @@ def serve(
     """Serve the REST API (uvicorn, uvloop + httptools): one process, or ``WORKERS`` where the
     engines are shared (``app.serving``)."""
     settings = _settings()
+    limit_malloc_arenas(settings.malloc_arenas)  # before the threads that would each take an arena start
     if host is not None or port is not None:
         settings = settings.with_overrides(host=host or settings.host, port=settings.port if port is None else port)
     configure_logging(settings)
@@ -317,6 +319,7 @@ def mcp(
     from app.mcp_serving import run
 
     settings = _settings()
+    limit_malloc_arenas(settings.malloc_arenas)
     configure_logging(settings)  # to stderr: with stdio, stdout carries the protocol
     signal.signal(signal.SIGTERM, _exit_cleanly)
     try:

@@ -177,6 +177,10 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     # engines (Qdrant Edge, in-memory), where more than one is refused at start.
     workers: Annotated[int, _doc("worker processes serving the port; 0: one per usable core", ge=0, le=64)] = field(
         default=0, name="WORKERS")
+    # glibc's malloc arenas per serving process (app/heap.py): its default, 8 per core, lets each
+    # of a dozen threads keep freed memory of its own; a few shared arenas keep the RSS down.
+    malloc_arenas: Annotated[int, _doc("glibc malloc arenas per serving process; 0: glibc's default",
+                                       ge=0, le=1024)] = field(default=2, name="MALLOC_ARENAS")
     # API keys (app.auth): a key's own rateLimit wins over the default; the cache bounds how long a
     # key revoked by another process (the CLI) keeps working.
     key_rate_limit: Annotated[float, _doc("requests per second per stored key; 0: no limit", ge=0.0)] = field(

@@ -20,8 +20,7 @@ from app.docs import DOCS_PATHS, SCHEMA_PATH, docs_asset, open_operations, opena
 from app.errors import EXCEPTION_HANDLERS
 from app.gates import RequestGates, observer
 from app.health import HEALTH_ROUTES
-from app.mcp_server import MCP_PATH
-from app.mcp_serving import mounted as mounted_mcp
+from app.mcp_mount import MCP_PATH, mounted as mounted_mcp
 from app.metrics import metrics
 from app.middleware import install_request_id_filter
 from app.overload import PatientAdmission
@@ -105,7 +104,7 @@ def create_app(settings: Settings, container: Container | None = None, *, servin
     warn_if_exposed(settings)
     # Sessions kept in one worker's memory would be unknown to the others.
     several = single_process_reason(settings) is None and resolve_workers(settings) > 1
-    mcp_endpoint, mcp_sessions = mounted_mcp(container, settings, notify, stateless=several)
+    mcp_endpoint, mcp = mounted_mcp(container, settings, notify, stateless=several)
 
     @asynccontextmanager
     async def lifespan(app: Litestar):
@@ -130,7 +129,7 @@ def create_app(settings: Settings, container: Container | None = None, *, servin
             await container.worker_running()  # started unless EMBEDDING_WORKER=false
             await container.health_running()
             await container.expiry_running()  # purges expired records every EXPIRY_SWEEP_SECONDS
-            async with mcp_sessions.run():
+            async with mcp.running():
                 if serving:
                     heap.freeze_start_up()
                 yield

@@ -1,6 +1,6 @@
 """The memory as Model Context Protocol tools: mounted at ``/mcp`` in the REST app (streamable
-HTTP, ``serve``), or on its own with ``memory-service mcp`` (stdio, or streamable HTTP alone);
-``app.mcp_serving`` does the serving.
+HTTP, ``serve``; loaded on first use, ``app.mcp_mount``), or on its own with ``memory-service mcp``
+(stdio, or streamable HTTP alone); ``app.mcp_serving`` does the serving.
 
 The tools call the same domain services as the REST routes, built by the same container
 (``app.container``), and answer with the same JSON shapes (``app.schemas``). A domain error becomes
@@ -30,6 +30,7 @@ from app.auth import PRINCIPAL
 from app.container import Container
 from app.cursor_pages import EpisodeCursorPage
 from app.idempotency import keyed_result
+from app.mcp_mount import MCP_PATH
 from app.requests import wire_timestamp
 from app.schemas import (
     EntityOut, EpisodeOut, EpisodePage, RelationshipOut, SessionOut, SessionPage, context_out, search_out, wire,
@@ -52,7 +53,6 @@ from domain.services import check_session_owner
 log = logging.getLogger("nexusai.mcp")
 
 Transport = Literal["stdio", "streamable-http"]
-MCP_PATH = "/mcp"
 INSTRUCTIONS = (
     "Long-term memory for this assistant. Call `remember` after each exchange worth keeping, naming the "
     "conversation with a stable `session` id; call `build_context` (or `search`) before answering to recall what "

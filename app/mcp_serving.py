@@ -1,5 +1,6 @@
-"""Serving the MCP tools (``app.mcp_server``): mounted at ``/mcp`` inside the REST app (``serve``),
-or on their own with ``memory-service mcp`` over stdio or streamable HTTP behind the REST API's keys."""
+"""Serving the MCP tools (``app.mcp_server``): the SDK's app mounted at ``/mcp`` inside the REST app
+(``serve``; built on first use by ``app.mcp_mount``), or on their own with ``memory-service mcp`` over
+stdio or streamable HTTP behind the REST API's keys."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ from app import heap
 from app.auth import PRINCIPAL, Denied, allowed_mcp_hosts, bearer_token, check_mcp_origin, send_denied
 from app.config import Settings
 from app.container import Container, build_container, shutdown
-from app.mcp_server import MCP_PATH, Transport, build_server
+from app.mcp_mount import MCP_PATH
+from app.mcp_server import Transport, build_server
 
 log = logging.getLogger("nexusai.mcp")
 
@@ -41,26 +43,16 @@ class KeyedMcp:
         await self.app(scope, receive, send)
 
 
-def mounted(container: Container, settings: Settings, wrote: Callable[[], None], stateless: bool = False):
-    """MCP over streamable HTTP inside the REST app, at ``/mcp``: the same process, container and
-    embedding worker as ``serve`` (an embedded store is opened by one process only). Returns the
-    Litestar handler and the session manager, whose ``run()`` the app's lifespan must hold open.
-    ``stateless`` (several worker processes): no session outlives its request, since the next
-    request of a client may reach another worker, which would not know the session."""
-    from litestar.handlers import asgi
+def mounted_app(container: Container, settings: Settings, wrote: Callable[[], None],
+                stateless: bool = False) -> tuple[Any, Any]:
+    """The SDK's ASGI app for ``/mcp`` inside the REST app and its session manager, whose ``run()``
+    must be held open while it serves (``app.mcp_mount`` mounts it, built on first use)."""
     from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
 
     server = build_server(container, wrote)
     server.streamable_http_app(streamable_http_path=MCP_PATH, host=settings.host,  # creates the session manager
                                stateless_http=stateless)
-    # Keys are checked by the REST app's door (app.auth), which /mcp passes like every route.
-    app: Any = StreamableHTTPASGIApp(server.session_manager)
-
-    @asgi(MCP_PATH, is_mount=True, copy_scope=True)
-    async def mcp_endpoint(scope: Any, receive: Any, send: Any) -> None:
-        await app(scope, receive, send)
-
-    return mcp_endpoint, server.session_manager
+    return StreamableHTTPASGIApp(server.session_manager), server.session_manager
 
 
 async def run(settings: Settings, transport: Transport, host: str, port: int) -> None:

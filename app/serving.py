@@ -160,10 +160,12 @@ def worker_app():
     the settings read from the same environment as ``serve`` read them."""
     die_with_parent(int(os.environ.get(PARENT_VARIABLE) or os.getppid()))
     from app.config import load_settings
+    from app.heap import limit_malloc_arenas
     from app.logs import configure
     from app.main import create_app
 
     settings = load_settings()
+    limit_malloc_arenas(settings.malloc_arenas)  # a spawned interpreter: mallopt is per process
     configure(settings.log_level, settings.log_format, secrets=settings.secrets)
     # configure() re-enables uvicorn's access logger, which uvicorn silenced already in this
     # process (``serve`` runs with access_log=False; the request log line is the app's own).

@@ -90,9 +90,14 @@ class BertSentenceEncoder:
         weights = {key.removeprefix("bert."): value for key, value in load_file(str(weights_path)).items()}
         self._embeddings = {
             name: weights[f"embeddings.{name}"].astype(np.float32)
-            for name in ("word_embeddings.weight", "position_embeddings.weight", "token_type_embeddings.weight",
+            for name in ("position_embeddings.weight", "token_type_embeddings.weight",
                          "LayerNorm.weight", "LayerNorm.bias")
         }
+        # The vocabulary table is most of the model (30522 x 384: 45 MB in float32) and a pass reads
+        # only the rows of its tokens: it is kept in float16 (half the resident memory) and only
+        # the rows looked up are widened. Rounding to float16 (< 5e-4 relative) moved the embeddings
+        # by a cosine of < 1e-6 on the parity texts, far inside the 0.999 held against sentence-transformers.
+        self._words = weights["embeddings.word_embeddings.weight"].astype(np.float16)
         self._layers = [self._layer(weights, n) for n in range(int(config["num_hidden_layers"]))]
         self._tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
         self._tokenizer.enable_truncation(max_length=self._max_tokens)
@@ -160,7 +165,7 @@ class BertSentenceEncoder:
             ids[row, : len(row_ids)] = row_ids
             mask[row, : len(row_ids)] = 1.0
         emb = self._embeddings
-        x = (emb["word_embeddings.weight"][ids] + emb["position_embeddings.weight"][:length]
+        x = (self._words[ids].astype(np.float32) + emb["position_embeddings.weight"][:length]
              + emb["token_type_embeddings.weight"][0])
         x = _layer_norm(x, emb["LayerNorm.weight"], emb["LayerNorm.bias"], self._eps)
         # Padded keys get a large negative score, so they take no attention weight.

@@ -265,8 +265,11 @@ class QdrantEdgeIndex:
         shard_path = self._path / name
         if not (shard_path / CONFIG_FILE).exists():
             raise VectorIndexError(f"vector collection {name!r} does not exist under {self._path}")
-        # A shard made by an earlier run is usable without ensure_collection (e.g. by the CLI).
-        shard = open_shard(lambda: qe.EdgeShard.load(str(shard_path)), shard_path)
+        # A shard made by an earlier run is usable without ensure_collection (e.g. by the CLI); given
+        # the current config, it opens with this version's search pool whatever it was made with.
+        dimension = persisted_size(shard_path)
+        config = None if dimension is None else edge_config(dimension, self._hnsw_m, self._hnsw_ef_construct)
+        shard = open_shard(lambda: qe.EdgeShard.load(str(shard_path), config), shard_path)
         self._adopt(name, shard)
         return shard
 

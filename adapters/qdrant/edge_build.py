@@ -31,6 +31,10 @@ MODULE = "adapters.qdrant.edge_build"
 FRAME = struct.Struct("<II")
 _PR_SET_PDEATHSIG = 1
 BUILD_NICENESS = 10  # added to the service's own: ~10 % of a core the requests want, all of an idle one
+# Each open shard has a search pool of its own, 8 threads by default whatever the cores: 24 threads
+# (with their stacks and malloc arenas) for the three collections. The service searches a shard
+# from one thread at a time, so the pool only spreads one query over a shard's few segments.
+SEARCH_THREADS = 2
 
 
 def edge_config(dimension: int, m: int, ef_construct: int) -> qe.EdgeConfig:
@@ -42,6 +46,7 @@ def edge_config(dimension: int, m: int, ef_construct: int) -> qe.EdgeConfig:
             # Filters matching fewer points than this (KB of vectors) are scanned exactly.
             full_scan_threshold=10_000,
         ),
+        max_search_threads=SEARCH_THREADS,
     )
 
 

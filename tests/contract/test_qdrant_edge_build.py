@@ -5,6 +5,7 @@ the service."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import random
 import signal
@@ -14,9 +15,10 @@ import time
 from pathlib import Path
 
 import pytest
+import qdrant_edge as qe
 
 from adapters.qdrant.edge import QdrantEdgeIndex
-from adapters.qdrant.edge_build import BUILD_NICENESS, MODULE
+from adapters.qdrant.edge_build import BUILD_NICENESS, MODULE, SEARCH_THREADS
 from domain.errors import VectorIndexError
 from domain.vectors import PointBatch, VectorPoint, encode_vector, normalized
 
@@ -231,3 +233,31 @@ async def test_a_shard_locked_by_a_live_process_names_it_and_is_left_alone(tmp_p
         holder.kill()
         holder.wait()
         holder.stdout.close()
+
+
+def search_pool_threads() -> set[str]:
+    names = set()
+    for task in Path("/proc/self/task").iterdir():
+        try:
+            name = (task / "comm").read_text().strip()
+        except OSError:  # a thread that ended meanwhile
+            continue
+        if name.startswith("edge-search-"):
+            names.add(name)
+    return names
+
+
+async def test_a_shard_made_with_the_engines_default_search_pool_opens_with_the_services_own(tmp_path):
+    path = tmp_path / "vectors" / "episodes"
+    path.parent.mkdir()
+    made = qe.EdgeShard.create(str(path), qe.EdgeConfig(vectors=qe.EdgeVectorParams(size=DIM, distance=qe.Distance.Cosine)))
+    made.update(qe.UpdateOperation.upsert_points([qe.Point(p.id, p.vector, p.payload) for p in points(5)]))
+    made.close()
+    index = QdrantEdgeIndex(tmp_path / "vectors")
+    try:
+        # Opened on first use, without ensure_collection (as the CLI does).
+        assert len(await index.search("episodes", points(1)[0].vector, 3)) == 3
+        assert search_pool_threads() == {f"edge-search-{n}" for n in range(SEARCH_THREADS)}
+    finally:
+        await index.close()
+    assert json.loads((path / "edge_config.json").read_text())["max_search_threads"] == SEARCH_THREADS

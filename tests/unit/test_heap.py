@@ -5,11 +5,13 @@ frozen heap cannot be thawed back into the generations it came from)."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
+from app.config import Settings, load_settings
 from app.heap import YOUNG_THRESHOLD
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -87,3 +89,54 @@ def test_what_a_model_builds_while_it_loads_after_start_up_is_frozen_once_it_has
                           "frozen": gc.get_freeze_count() > 0}))
     """)
     assert seen == {"probes": 3, "collected": False, "frozen": True}
+
+
+ARENAS_USED = """
+    import ctypes, json, threading
+    from app.heap import limit_malloc_arenas
+    capped = limit_malloc_arenas({arenas})
+    libc = ctypes.CDLL(None)
+    libc.malloc.restype = ctypes.c_void_p
+    libc.free.argtypes = [ctypes.c_void_p]
+    together = threading.Barrier(9)
+
+    def allocate():  # a thread's first malloc takes an arena of its own while glibc may make one
+        block = libc.malloc(4096)
+        together.wait()  # all alive at once: none inherits the arena of a thread that ended
+        together.wait()
+        libc.free(block)
+
+    threads = [threading.Thread(target=allocate) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    together.wait()
+    libc.malloc_stats()  # one "Arena N:" block per arena, on stderr
+    together.wait()
+    for thread in threads:
+        thread.join()
+    print(json.dumps({{"capped": capped}}))
+"""
+
+
+def _arenas(arenas: int) -> tuple[bool, int]:
+    done = subprocess.run([sys.executable, "-c", textwrap.dedent(ARENAS_USED.format(arenas=arenas))], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    used = sum(line.startswith("Arena ") for line in done.stderr.splitlines())
+    return json.loads(done.stdout.strip().splitlines()[-1])["capped"], used
+
+
+def test_capped_malloc_arenas_are_shared_by_threads_beyond_the_cap():
+    assert _arenas(2) == (True, 2)
+
+
+def test_zero_leaves_glibc_giving_each_new_thread_an_arena_of_its_own():
+    capped, used = _arenas(0)
+    assert not capped
+    # The main thread's and one per thread, up to glibc's default cap of 8 per core.
+    assert used == min(9, 8 * os.cpu_count())
+
+
+def test_a_serving_process_caps_its_arenas_at_two_unless_told_otherwise():
+    assert Settings(sqlite_path=":memory:").malloc_arenas == 2
+    assert load_settings({"SQLITE_PATH": ":memory:", "MALLOC_ARENAS": "0"}, dotenv=None).malloc_arenas == 0
