@@ -4,7 +4,7 @@ the services as that principal sees them (``domain.scoped``), in ``scope["state"
 Two parts. ``RequestGates`` (``app.gates``) answers 401 to a request without an accepted key
 before its body is judged (and, through the router's 404/405 handler, on paths that match no
 route, so such a caller learns nothing about which routes exist), and resolves the principal once.
-``KeyAuthentication``, the Litestar middleware after it, decides what that principal may do on
+``KeyAuthentication``, the step of the same middleware after admission, decides what that principal may do on
 the route reached, whatever spelling of its path got it there (a trailing or doubled slash,
 percent-encoding, dot segments, an absolute-form target): there is one door per route, and the
 open ones are named by their route template, not by a path string.
@@ -33,13 +33,11 @@ from __future__ import annotations
 import json
 import math
 import time
-from collections.abc import Callable, Collection
+from collections.abc import Awaitable, Callable, Collection
 from contextvars import ContextVar
 from typing import Any
 from urllib.parse import urlsplit
 
-from litestar.enums import ScopeType
-from litestar.middleware import ASGIMiddleware
 from litestar.types import ASGIApp, Receive, Scope, Send
 
 from domain.access import ADMIN, ADMIN_PRINCIPAL, KEY_PREFIX, OPEN_PRINCIPAL, ApiKey, Principal, hash_key, same_secret
@@ -243,13 +241,15 @@ def bearer_token(scope: Scope) -> str | None:
     return token.strip() if scheme.lower() == "bearer" else ""
 
 
-class KeyAuthentication(ASGIMiddleware):
-    """The one door of every route (see the module's docstring)."""
-
-    scopes = (ScopeType.HTTP,)
+class KeyAuthentication:
+    """The one door of every route (see the module's docstring). Not a middleware layer of its own:
+    ``RequestGates`` calls ``handle`` once it has admitted the request (each layer costs a call and
+    a closure per request). ``then``, when given, runs in place of the route for the requests it
+    claims (``app.idempotency`` for keyed writes), once the principal and its services are set."""
 
     def __init__(self, authenticator: Authenticator, plain: Services, *, open_paths: Collection[str],
-                 open_prefixes: tuple[str, ...], metrics_path: str, mcp_path: str, mcp_hosts: Collection[str]) -> None:
+                 open_prefixes: tuple[str, ...], metrics_path: str, mcp_path: str, mcp_hosts: Collection[str],
+                 then: Callable[[Scope, Receive, Send, ASGIApp], Awaitable[bool]] | None = None) -> None:
         self.authenticator = authenticator
         self.plain = plain
         self.open_paths = frozenset(open_paths)
@@ -257,6 +257,7 @@ class KeyAuthentication(ASGIMiddleware):
         self.metrics_path = metrics_path
         self.mcp_path = mcp_path
         self.mcp_hosts = frozenset(mcp_hosts)
+        self.then = then
 
     def _open(self, template: str) -> bool:
         return template in self.open_paths or template.startswith(self.open_prefixes)
@@ -286,7 +287,8 @@ class KeyAuthentication(ASGIMiddleware):
         state[SERVICES] = services = scoped(principal, self.plain)
         token, who = request_services.set(services), request_principal.set(principal)
         try:
-            await next_app(scope, receive, send)
+            if self.then is None or not await self.then(scope, receive, send, next_app):
+                await next_app(scope, receive, send)
         finally:
             request_services.reset(token)
             request_principal.reset(who)

@@ -2,8 +2,10 @@
 
 ``RequestGates`` (Litestar middleware, so it runs once the router has found the route) assigns the
 request id, then checks the API key and the body's media type, then admits the request under
-admission control (``app.overload``). One middleware rather than four: each layer costs a call and
-a closure per request, and these checks read the same headers.
+admission control (``app.overload``), then passes it through the route's door
+(``app.auth.KeyAuthentication``: what the key may do there, and on the write routes
+``Idempotency-Key``). One middleware rather than six: each layer costs a call and a closure per
+request, and these checks read the same headers.
 
 ``observe`` (Litestar's ``before_send`` hook) sees every response message the app sends, routed or
 not: it echoes the request id in ``X-Request-ID`` and, when the body is complete, writes the one
@@ -29,7 +31,7 @@ from litestar.exceptions import HTTPException, MethodNotAllowedException
 from litestar.middleware import ASGIMiddleware
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
 
-from app.auth import RESOLVED, Authenticator, Denied, bearer_token, send_denied
+from app.auth import RESOLVED, Authenticator, Denied, KeyAuthentication, bearer_token, send_denied
 from app.errors import error_body, http_error
 from app.head_requests import answer_head_as_get
 from app.metrics import UNMATCHED_ROUTE, ServiceMetrics
@@ -76,9 +78,10 @@ class RequestGates(ASGIMiddleware):
 
     scopes = (ScopeType.HTTP,)
 
-    def __init__(self, *, authenticator: Authenticator, open_paths: Collection[str], admission: AdmissionControl,
-                 metrics: ServiceMetrics | None, cors: bool = False) -> None:
+    def __init__(self, *, authenticator: Authenticator, door: KeyAuthentication, open_paths: Collection[str],
+                 admission: AdmissionControl, metrics: ServiceMetrics | None, cors: bool = False) -> None:
         self.authenticator = authenticator
+        self.door = door
         self.open_paths = frozenset(open_paths)
         self.admission = admission
         self.metrics = metrics
@@ -114,7 +117,12 @@ class RequestGates(ASGIMiddleware):
             if scope["method"] in _BODY_METHODS and (refused := _not_json(scope)) is not None:
                 await send_error(send, 415, "unsupported_media_type", refused)
                 return
-            await self.admission.admit(scope, receive_watching, send, next_app)
+            door = self.door.handle
+
+            async def through_door(scope: Scope, receive: Receive, send: Send) -> None:
+                await door(scope, receive, send, next_app)
+
+            await self.admission.admit(scope, receive_watching, send, through_door)
         except BaseException:
             if not request.done and not scope.get(DISCONNECTED):
                 log.exception("request %s failed before answering", request.request_id,

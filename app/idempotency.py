@@ -2,8 +2,8 @@
 
 Two parts, both through Litestar's public API:
 
-- ``IdempotencyMiddleware`` (a Litestar ``ASGIMiddleware`` on the write controllers): for a POST,
-  PATCH or DELETE with the header it checks the key, hashes the request (method, path and query,
+- ``keyed_write`` (a step of the request gates, ``app.auth``, on the controllers whose ``opt`` is
+  ``idempotent()``): for a POST, PATCH or DELETE with the header it checks the key, hashes the request (method, path and query,
   body, caller), and then either replays the stored answer (``Idempotent-Replayed: true``), refuses
   a key reused for another request (422), waits for a request with the same key that is still
   running in this process (409 after ``IN_FLIGHT_WAIT`` seconds), or hands the request on with a
@@ -25,12 +25,11 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from litestar import Request, Response
-from litestar.enums import ScopeType
-from litestar.middleware import ASGIMiddleware
 from litestar.serialization import encode_json
 from litestar.types import ASGIApp, Receive, Scope, Send
 
 from app.auth import request_principal
+from app.middleware import header
 from domain.access import Principal
 from domain.idempotency import (
     AlreadyAnswered, Answer, Claim, KeyedAnswer, KeyInFlight, check_key, expiry_after, fingerprint, pending, replay_of,
@@ -43,6 +42,8 @@ HEADER = "Idempotency-Key"
 REPLAYED = "Idempotent-Replayed"
 WRITE_METHODS = frozenset({"POST", "PATCH", "DELETE", "PUT"})
 IN_FLIGHT_WAIT = 10.0  # seconds a retry waits for the first request with its key before a 409
+_RAW_HEADER = HEADER.lower().encode()
+IDEMPOTENT = "nexusai.idempotent"  # a handler's opt key: its writes take the header
 _TOOL_KEY = "idempotency_key"  # the MCP write tools' argument
 _IN_FLIGHT = "idempotency_in_flight"  # app.state: (caller, key) -> set when that request has answered
 
@@ -97,49 +98,49 @@ async def answered(write: Callable[[], Awaitable[T]], out: Callable[[T], Any], s
     return _first(claim.stored)
 
 
-class IdempotencyMiddleware(ASGIMiddleware):
-    """Replays, refuses or claims a keyed write before its handler runs (see the module docstring)."""
-
-    scopes = (ScopeType.HTTP,)
-
-    async def handle(self, scope: Scope, receive: Receive, send: Send, next_app: ASGIApp) -> None:
-        if scope["method"] not in WRITE_METHODS:
-            await next_app(scope, receive, send)
-            return
-        request: Request = Request(scope, receive)
-        raw = request.headers.get(HEADER)
-        if raw is None:
-            await next_app(scope, receive, send)
-            return
-        key = check_key(raw)
-        container = request.app.state["container"]
-        caller = caller_of(request_principal.get())
-        query = scope.get("query_string", b"").decode("latin-1")
-        path = scope["path"] + ("?" + query if query else "")
-        wanted = fingerprint(scope["method"], path, await request.body(), caller)
-        in_flight: dict[tuple[str, str], asyncio.Event] = request.app.state.setdefault(_IN_FLIGHT, {})
-        slot = (caller, key)
-        while slot in in_flight:
-            try:
-                await asyncio.wait_for(in_flight[slot].wait(), IN_FLIGHT_WAIT)
-            except TimeoutError:
-                raise KeyInFlight(f"a request with Idempotency-Key {key!r} is still running; retry later",
-                                  field=HEADER) from None
-        found = await container.store().idempotency.get(caller, key, utc_now())
-        if found is not None:
-            response = replay(replay_of(found, wanted))
-            await response.to_asgi_response(request.app, request)(scope, receive, send)
-            return
-        done = in_flight[slot] = asyncio.Event()
-        seconds = container.settings().idempotency_key_seconds
-        token = pending.set(Claim(caller, key, wanted, expiry_after(seconds)))
+async def keyed_write(scope: Scope, receive: Receive, send: Send, next_app: ASGIApp) -> bool:
+    """Replays, refuses or claims a keyed write before its handler runs (see the module docstring);
+    False, having done nothing, for a request that is not a write with the header on a route marked
+    ``idempotent()``. Called by ``app.auth.KeyAuthentication`` once the caller is known."""
+    if scope["method"] not in WRITE_METHODS:
+        return False
+    handler: Any = scope.get("route_handler")
+    if handler is None or not handler.opt.get(IDEMPOTENT):
+        return False
+    raw = header(scope, _RAW_HEADER)
+    if raw is None:
+        return False
+    key = check_key(raw.decode("latin-1"))
+    request: Request = Request(scope, receive)
+    container = request.app.state["container"]
+    caller = caller_of(request_principal.get())
+    query = scope.get("query_string", b"").decode("latin-1")
+    path = scope["path"] + ("?" + query if query else "")
+    wanted = fingerprint(scope["method"], path, await request.body(), caller)
+    in_flight: dict[tuple[str, str], asyncio.Event] = request.app.state.setdefault(_IN_FLIGHT, {})
+    slot = (caller, key)
+    while slot in in_flight:
         try:
-            await next_app(scope, receive, send)
-        finally:
-            pending.reset(token)
-            if in_flight.get(slot) is done:  # a later request may hold the slot by now
-                del in_flight[slot]
-            done.set()
+            await asyncio.wait_for(in_flight[slot].wait(), IN_FLIGHT_WAIT)
+        except TimeoutError:
+            raise KeyInFlight(f"a request with Idempotency-Key {key!r} is still running; retry later",
+                              field=HEADER) from None
+    found = await container.store().idempotency.get(caller, key, utc_now())
+    if found is not None:
+        response = replay(replay_of(found, wanted))
+        await response.to_asgi_response(request.app, request)(scope, receive, send)
+        return True
+    done = in_flight[slot] = asyncio.Event()
+    seconds = container.settings().idempotency_key_seconds
+    token = pending.set(Claim(caller, key, wanted, expiry_after(seconds)))
+    try:
+        await next_app(scope, receive, send)
+    finally:
+        pending.reset(token)
+        if in_flight.get(slot) is done:  # a later request may hold the slot by now
+            del in_flight[slot]
+        done.set()
+    return True
 
 
 def nothing(_result: object) -> None:
@@ -152,9 +153,9 @@ def created_or_updated(result: Any) -> int:
     return 201 if result.created else 200
 
 
-def idempotent() -> list[ASGIMiddleware]:
-    """The middleware list of a controller whose writes take ``Idempotency-Key``."""
-    return [IdempotencyMiddleware()]
+def idempotent() -> dict[str, Any]:
+    """The ``opt`` of a controller whose writes take ``Idempotency-Key`` (``keyed_write`` reads it)."""
+    return {IDEMPOTENT: True}
 
 
 async def keyed_result(container: Any, key: str | None, tool: str, arguments: dict[str, Any],

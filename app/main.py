@@ -20,6 +20,7 @@ from app.docs import DOCS_PATHS, SCHEMA_PATH, docs_asset, open_operations, opena
 from app.errors import EXCEPTION_HANDLERS
 from app.gates import RequestGates, observer
 from app.health import HEALTH_ROUTES
+from app.idempotency import keyed_write
 from app.mcp_mount import MCP_PATH, mounted as mounted_mcp
 from app.metrics import metrics
 from app.middleware import install_request_id_filter
@@ -85,7 +86,7 @@ def key_authentication(container: Container, settings: Settings) -> KeyAuthentic
                      container.events())
     return KeyAuthentication(container.authenticator(), plain, open_paths=OPEN_PATHS,
                              open_prefixes=(f"{SCHEMA_PATH}/",), metrics_path="/metrics", mcp_path=MCP_PATH,
-                             mcp_hosts=allowed_mcp_hosts(settings.mcp_allowed_hosts, settings.host))
+                             mcp_hosts=allowed_mcp_hosts(settings.mcp_allowed_hosts, settings.host), then=keyed_write)
 
 
 def create_app(settings: Settings, container: Container | None = None, *, serving: bool = False) -> Litestar:
@@ -156,7 +157,8 @@ def create_app(settings: Settings, container: Container | None = None, *, servin
     # Admission control counts for the whole app (one instance); /health and the other exempt
     # paths pass it, so an overloaded service can still say how it is.
     admission = PatientAdmission(None, settings.max_in_flight, ADMISSION_EXEMPT, max_body=settings.max_body_bytes)
-    gates = RequestGates(authenticator=container.authenticator(), open_paths=OPEN_PATHS, admission=admission,
+    gates = RequestGates(authenticator=container.authenticator(), door=key_authentication(container, settings),
+                         open_paths=OPEN_PATHS, admission=admission,
                          metrics=service_metrics, cors=bool(settings.cors_origins))
     app = Litestar(
         route_handlers=[
@@ -168,7 +170,7 @@ def create_app(settings: Settings, container: Container | None = None, *, servin
         # The router's own 404 and 405 pass no middleware: the gates answer them (401 without the key; HEAD).
         exception_handlers={**EXCEPTION_HANDLERS, NotFoundException: gates.unrouted,
                             MethodNotAllowedException: gates.unrouted},
-        middleware=[gates, key_authentication(container, settings)],
+        middleware=[gates],
         before_send=[observer(service_metrics)],
         state=State({"container": container, "worker": worker, "health": monitor, "metrics": service_metrics,
                      "admission": admission,

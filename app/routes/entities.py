@@ -26,7 +26,7 @@ Name = Annotated[str, Parameter(min_length=1, max_length=MAX_NAME)]
 class EntityController(Controller):
     path = "/entities"
     tags = ["entities"]
-    middleware = idempotent()
+    opt = idempotent()
 
     @post("/", summary="Upsert an entity by (userId, name, type): 201 created, 200 updated",
           responses={**errors(400, 413, 422), 200: ResponseSpec(EntityOut, description="An existing entity, updated")})
@@ -87,7 +87,7 @@ class EntityController(Controller):
 class RelationshipController(Controller):
     path = "/relationships"
     tags = ["relationships"]
-    middleware = idempotent()
+    opt = idempotent()
 
     @get("/", summary="List relationships (filter by entity, label, metadata and validity)", responses=errors(400),
          description=LIST_DESCRIPTION + " `entityId` matches either end; every edge, open and closed, unless "

@@ -23,7 +23,7 @@ from domain.services import EpisodeService
 class EpisodeController(Controller):
     path = "/episodes"
     tags = ["episodes"]
-    middleware = idempotent()
+    opt = idempotent()
 
     @post("/", summary="Store an episode (embedding follows in the background)", responses=errors(400, 404, 413, 422),
           description=(

@@ -20,7 +20,7 @@ from domain.services import EpisodeService, SessionService, SummaryService
 class SessionController(Controller):
     path = "/sessions"
     tags = ["sessions"]
-    middleware = idempotent()
+    opt = idempotent()
 
     @post("/", summary="Create a session", responses=errors(400, 409, 413, 422),
           description=(

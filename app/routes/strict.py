@@ -135,7 +135,8 @@ async def strict_input(connection: ASGIConnection, _: BaseRouteHandler) -> None:
         # OPTIONS (Litestar's own handler) answers for the path whatever the query: a preflight carries the real one.
         return
     declared = declared_input(handler, connection.path_params)
-    check_query(connection, declared)
+    if connection.scope["query_string"]:  # most requests have none: no query map to build
+        check_query(connection, declared)
     if declared.body is None:
         return
     raw = await connection.body()  # type: ignore[attr-defined]

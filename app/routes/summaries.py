@@ -19,7 +19,7 @@ from domain.services import SummaryService
 class SummaryController(Controller):
     path = "/summaries"
     tags = ["summaries"]
-    middleware = idempotent()
+    opt = idempotent()
 
     @post("/", summary="Store a summary of a session (embedded in the background)",
           responses=errors(400, 404, 413, 422), status_code=201)

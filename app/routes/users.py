@@ -18,7 +18,7 @@ UserId = Annotated[str, Parameter(min_length=1, max_length=MAX_NAME, description
 class UserController(Controller):
     path = "/users"
     tags = ["users"]
-    middleware = idempotent()
+    opt = idempotent()
 
     @delete("/{user_id:path}", summary="Forget a user: everything they own, in one transaction",
             responses=errors(400, 422), status_code=200,
