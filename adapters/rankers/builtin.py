@@ -12,7 +12,6 @@ from adapters.rankers.fusion import (
     leg_order,
     rrf_scores,
     unit,
-    weighted_legs,
     z_scores,
 )
 from domain.ranking import Key, RankedHit, RankerConfig, RankingRequest

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from litestar import Controller, Response, delete, get, patch, post
+from litestar import Controller, delete, get, patch, post
 from litestar.params import Parameter, QueryParameter
 
 from app.routes.deps import LIST_DESCRIPTION, Cursor, Filter, Limit, Offset, PathId, errors

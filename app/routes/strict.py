@@ -20,7 +20,6 @@ from typing import Any
 
 import msgspec
 from litestar.connection import ASGIConnection
-from litestar.enums import ParamType
 from litestar.exceptions import NotFoundException, ValidationException
 from litestar.handlers import BaseRouteHandler, HTTPRouteHandler
 from litestar.utils.scope.state import ScopeState

@@ -1,8 +1,6 @@
 from __future__ import annotations
 
-from typing import Annotated
-
-from litestar import Controller, Response, delete, get, patch, post
+from litestar import Controller, delete, get, patch, post
 
 from app.routes.deps import (
     LIST_DESCRIPTION, AgentFilter, Cursor, Filter, Limit, Order, PathId, SessionFilter, UserFilter, errors,
