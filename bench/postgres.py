@@ -68,8 +68,24 @@ def wait_until_indexed(server: Server, limit_s: float) -> float:
     return round(time.perf_counter() - started, 1)
 
 
+def settle(servers: list[Server], limit_s: float = 30.0) -> None:
+    """Wait until no request is in flight on any server. wrk closes its connections at the end of a
+    row with requests still being handled (a write is finished, not dropped); until they are, they
+    hold admission slots, and the next row's first requests would meet 503s at ``MAX_IN_FLIGHT``."""
+    deadline = time.perf_counter() + limit_s
+    for server in servers:
+        while time.perf_counter() < deadline:
+            scrape = httpx.get(f"{server.url}/metrics", timeout=10).text
+            busy = next(float(line.split()[-1]) for line in scrape.splitlines()
+                        if line.startswith("memory_http_requests_in_flight "))
+            if busy == 0:
+                break
+            time.sleep(0.05)
+
+
 def spread(wrk: Wrk, servers: list[Server], script: str, connections: int, seconds: float) -> dict:
     """One wrk per server at once, the connections split evenly; rates summed, the worst p50/p99."""
+    settle(servers)
     share = max(1, connections // len(servers))
     with ThreadPoolExecutor(len(servers)) as pool:
         runs = list(pool.map(lambda s: wrk.run(s.url, script, share, seconds), servers))
