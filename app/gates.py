@@ -39,6 +39,7 @@ from app.middleware import (
     CLIENT_CLOSED, DISCONNECTED, REFUSED, REQUEST_ID_HEADER, AdmissionControl, accept_request_id, header,
     is_open_path, request_id_var, send_error,
 )
+from domain.errors import DomainError
 
 log = logging.getLogger("nexusai.request")
 
@@ -98,6 +99,7 @@ class RequestGates(ASGIMiddleware):
         request = observed(scope)
         request.route = scope.get("path_template") or UNMATCHED_ROUTE  # type: ignore[assignment]
         token = request_id_var.set(request.request_id)
+        answered_by_handlers = False
 
         async def receive_watching() -> Message:
             message = await receive()
@@ -123,6 +125,11 @@ class RequestGates(ASGIMiddleware):
                 await door(scope, receive, send, next_app)
 
             await self.admission.admit(scope, receive_watching, send, through_door)
+        except (DomainError, HTTPException):
+            # A refusal raised by a step here (Idempotency-Key: 400, 409, 413, 422): the app's
+            # exception handlers answer it, and ``observe`` logs and counts that answer.
+            answered_by_handlers = True
+            raise
         except BaseException:
             if not request.done and not scope.get(DISCONNECTED):
                 log.exception("request %s failed before answering", request.request_id,
@@ -130,7 +137,7 @@ class RequestGates(ASGIMiddleware):
                                      "path": request.route})
             raise
         finally:
-            if not request.done and not scope.get(REFUSED):  # no complete answer went out: counted here
+            if not request.done and not answered_by_handlers and not scope.get(REFUSED):  # no answer went out: counted here
                 _finish(scope, request, self.metrics)
             request_id_var.reset(token)
 

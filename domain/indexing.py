@@ -127,7 +127,11 @@ class IndexingService:
         if not claimed:
             return 0
         result = PassResult()
-        error = await self._attempt(result, collection, claimed)
+        try:
+            error = await self._attempt(result, collection, claimed)
+        except asyncio.CancelledError:  # the service stopping: due again now, not after the lease
+            await self._store.outbox.release([job.id for job in claimed], self._clock())
+            raise
         if error is not None:
             await self._store.outbox.release([job.id for job in claimed], self._clock())
             return 0

@@ -87,3 +87,16 @@ def test_metrics_need_the_api_key_when_one_is_set(make_settings):
         assert client.get("/metrics").status_code == 401
         assert client.get("/health").status_code == 200
         assert client.get("/metrics", headers={"Authorization": "Bearer k3y"}).status_code == 200
+
+
+def test_a_refused_idempotency_key_is_counted_and_logged_as_its_4xx_not_a_500(client, caplog):
+    with caplog.at_level("ERROR"):
+        assert client.post("/sessions", json={"externalId": "k"}, headers={"Idempotency-Key": "k" * 300}).status_code == 400
+        assert client.post("/sessions", json={"externalId": "k1"}, headers={"Idempotency-Key": "same"}).status_code == 201
+        assert client.post("/sessions", json={"externalId": "k2"}, headers={"Idempotency-Key": "same"}).status_code == 422
+    samples = _scrape(client)
+    counted = {dict(labels)["status"]: value for (name, labels), value in samples.items()
+               if name == "memory_http_requests_total" and dict(labels).get("route") == "/sessions"
+               and dict(labels).get("method") == "POST"}
+    assert counted == {"400": 1, "201": 1, "422": 1}
+    assert not [r for r in caplog.records if r.levelname == "ERROR"]

@@ -3,6 +3,7 @@ in-memory adapters."""
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime
 
 import pytest
@@ -84,3 +85,22 @@ async def test_counting_only_embeds_nothing() -> None:
     fresh = ReadYourWrites(store, IndexingService(store, index, embedder))
     assert await fresh.catch_up(["episodes"], OutboxScope(session_id=sid), embed=False) == 2
     assert embedder.calls == []
+
+
+async def test_an_embedding_cancelled_midway_gives_its_jobs_back_at_once() -> None:
+    store, index, embedder, _ = await _pending_episodes(2)
+    started = asyncio.Event()
+
+    async def hang(texts):  # an embed still running when the service stops
+        started.set()
+        await asyncio.Event().wait()
+
+    embedder.embed = hang
+    jobs = (await store.outbox.pending_in_scope("episodes", OutboxScope(), 8)).jobs
+    task = asyncio.create_task(IndexingService(store, index, embedder).index_now("episodes", jobs))
+    await started.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    # Due again now, not held for the claim's lease after a restart.
+    assert len(await store.outbox.claim(8, datetime.now(UTC))) == 2
