@@ -6,14 +6,16 @@ deployments, talking REST, never use. ``LazyMcp`` is mounted instead of the SDK'
 lifespan holds it running from start-up; the first request to ``/mcp`` asks for the MCP server,
 which is then built (``app.mcp_serving.mounted_app``) and its session manager run for the rest of
 the process's life, in a task the lifespan started, so that no request's context leaks into it;
-that request and every later one are handed to the SDK's app. The first call pays for the import
-(a fraction of a second), once per process.
+that request and every later one are handed to the SDK's app. The first call waits for the import
+(a fraction of a second, in a thread: other requests are served meanwhile), once per process;
+after the lifespan closed, ``/mcp`` answers 503.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
 import logging
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -61,6 +63,8 @@ class LazyMcp:
             ready.cancel()
             return
         try:
+            # The SDK's import (a fraction of a second) runs off the event loop, which serves on.
+            await asyncio.to_thread(importlib.import_module, "app.mcp_serving")
             app, manager = self._build()
             async with manager.run():
                 ready.set_result(app)
@@ -75,9 +79,11 @@ class LazyMcp:
                 ready.cancel()
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if self._stopping.is_set():  # the SDK's session manager is closed, or closing
+            raise ServiceUnavailableException("MCP is not being served: the service is stopping")
         if self._app is None:
-            if self._ready is None or self._stopping.is_set():
-                raise ServiceUnavailableException("MCP is not being served: the service is starting or stopping")
+            if self._ready is None:
+                raise ServiceUnavailableException("MCP is not being served: the service is starting")
             self._wanted.set()
             try:
                 self._app = await asyncio.shield(self._ready)
