@@ -179,8 +179,9 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
         default=0, name="WORKERS")
     # glibc's malloc arenas per serving process (app/heap.py): its default, 8 per core, lets each
     # of a dozen threads keep freed memory of its own; a few shared arenas keep the RSS down.
-    malloc_arenas: Annotated[int, _doc("glibc malloc arenas per serving process; 0: glibc's default",
-                                       ge=0, le=1024)] = field(default=2, name="MALLOC_ARENAS")
+    malloc_arenas: Annotated[int, _doc(
+        "glibc malloc arenas per serving process; 0: glibc's default; MALLOC_ARENA_MAX, if set, wins",
+        ge=0, le=1024)] = field(default=2, name="MALLOC_ARENAS")
     # API keys (app.auth): a key's own rateLimit wins over the default; the cache bounds how long a
     # key revoked by another process (the CLI) keeps working.
     key_rate_limit: Annotated[float, _doc("requests per second per stored key; 0: no limit", ge=0.0)] = field(

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import ctypes
 import gc
+import os
 import platform
 
 YOUNG_THRESHOLD = 10_000
@@ -41,8 +42,9 @@ _M_ARENA_MAX = -8  # mallopt's parameter number, from glibc's malloc.h
 
 def limit_malloc_arenas(arenas: int) -> bool:
     """Cap glibc's malloc arenas at ``arenas`` for the threads made from now on; True when set.
-    Nothing on another C library, and nothing for 0 (glibc's own default, 8 per core)."""
-    if arenas <= 0 or platform.libc_ver()[0] != "glibc":
+    Nothing on another C library, nothing for 0 (glibc's own default, 8 per core), and nothing
+    when the environment sets glibc's own ``MALLOC_ARENA_MAX``: an operator's explicit choice wins."""
+    if arenas <= 0 or "MALLOC_ARENA_MAX" in os.environ or platform.libc_ver()[0] != "glibc":
         return False
     try:
         libc = ctypes.CDLL(None)

@@ -140,3 +140,10 @@ def test_zero_leaves_glibc_giving_each_new_thread_an_arena_of_its_own():
 def test_a_serving_process_caps_its_arenas_at_two_unless_told_otherwise():
     assert Settings(sqlite_path=":memory:").malloc_arenas == 2
     assert load_settings({"SQLITE_PATH": ":memory:", "MALLOC_ARENAS": "0"}, dotenv=None).malloc_arenas == 0
+
+
+def test_an_operators_malloc_arena_max_wins_over_the_setting(monkeypatch):
+    from app.heap import limit_malloc_arenas
+
+    monkeypatch.setenv("MALLOC_ARENA_MAX", "4")  # glibc read it at start; the setting leaves it be
+    assert limit_malloc_arenas(2) is False
