@@ -126,16 +126,13 @@ class IndexingService:
         claimed = await self._store.outbox.claim(len(jobs), self._clock(), only=[job.id for job in jobs])
         if not claimed:
             return 0
-        result = PassResult()
+        result, completed = PassResult(), False
         try:
-            error = await self._attempt(result, collection, claimed)
-        except asyncio.CancelledError:  # the service stopping: due again now, not after the lease
-            await self._store.outbox.release([job.id for job in claimed], self._clock())
-            raise
-        if error is not None:
-            await self._store.outbox.release([job.id for job in claimed], self._clock())
-            return 0
-        return result.done
+            completed = await self._attempt(result, collection, claimed) is None
+        finally:
+            if not completed:  # failed, or cancelled as the service stops: due again now, not after the lease
+                await self._store.outbox.release([job.id for job in claimed], self._clock())
+        return result.done if completed else 0
 
     async def _step(self, result: PassResult, jobs: Sequence[OutboxJob], action) -> None:
         try:
