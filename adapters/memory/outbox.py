@@ -12,6 +12,17 @@ from domain.outbox import CLAIM_LEASE, Backlog, JobOp, OutboxJob, OutboxScope, S
 from domain.record_kinds import KINDS, Source
 
 
+def _held(outbox: dict[int, OutboxJob], jobs: Sequence[OutboxJob]) -> list[OutboxJob]:
+    """The stored jobs of ``jobs`` whose retry time is still the one the caller read (so the caller
+    still holds their claim), each once."""
+    found = {}
+    for job in jobs:
+        stored = outbox.get(job.id)
+        if stored is not None and stored.next_attempt_at == job.next_attempt_at:
+            found[job.id] = stored
+    return list(found.values())
+
+
 class MemoryOutbox:
     def __init__(self, state: MemoryState) -> None:
         self._s = state
@@ -35,24 +46,24 @@ class MemoryOutbox:
             self._s.outbox[job.id] = replace(job, next_attempt_at=lease)
         return [self._s.outbox[job.id] for job in jobs]
 
-    async def release(self, job_ids: Sequence[int], now: datetime) -> None:
-        for job_id in job_ids:
-            if job_id in self._s.outbox and self._s.outbox[job_id].dead_at is None:
-                self._s.outbox[job_id] = replace(self._s.outbox[job_id], next_attempt_at=format_timestamp(now))
+    async def release(self, jobs: Sequence[OutboxJob], now: datetime) -> int:
+        live = [job for job in _held(self._s.outbox, jobs) if job.dead_at is None]
+        for job in live:
+            self._s.outbox[job.id] = replace(job, next_attempt_at=format_timestamp(now))
+        return len(live)
 
-    async def defer(self, job_ids: Sequence[int], error: str, retry_at: datetime) -> None:
-        for job_id in job_ids:
-            if job_id in self._s.outbox:
-                job = self._s.outbox[job_id]
-                self._s.outbox[job_id] = replace(job, attempts=job.attempts + 1, last_error=error[:500],
-                                                 next_attempt_at=format_timestamp(retry_at))
+    async def defer(self, jobs: Sequence[OutboxJob], error: str, retry_at: datetime) -> int:
+        mine = _held(self._s.outbox, jobs)
+        for job in mine:
+            self._s.outbox[job.id] = replace(job, attempts=job.attempts + 1, last_error=error[:500],
+                                             next_attempt_at=format_timestamp(retry_at))
+        return len(mine)
 
-    async def bury(self, job_ids: Sequence[int], error: str) -> None:
-        now = utc_now()
-        for job_id in job_ids:
-            if job_id in self._s.outbox:
-                job = self._s.outbox[job_id]
-                self._s.outbox[job_id] = replace(job, attempts=job.attempts + 1, last_error=error[:500], dead_at=now)
+    async def bury(self, jobs: Sequence[OutboxJob], error: str) -> int:
+        now, mine = utc_now(), _held(self._s.outbox, jobs)
+        for job in mine:
+            self._s.outbox[job.id] = replace(job, attempts=job.attempts + 1, last_error=error[:500], dead_at=now)
+        return len(mine)
 
     async def dead(self, limit: int) -> list[OutboxJob]:
         return [job for _id, job in sorted(self._s.outbox.items()) if job.dead_at is not None][:limit]
@@ -101,9 +112,11 @@ class OutboxTx:
             job_id = self._s.next_id("outbox")
             self._s.outbox[job_id] = OutboxJob(job_id, collection, op, ref_id, 0, now, now)
 
-    def complete(self, job_ids: Sequence[int]) -> None:
-        for job_id in job_ids:
-            self._s.outbox.pop(job_id, None)
+    def complete(self, jobs: Sequence[OutboxJob]) -> list[int]:
+        mine = _held(self._s.outbox, jobs)
+        for job in mine:
+            del self._s.outbox[job.id]
+        return [job.id for job in mine]
 
     def enqueue_every(self, collection: Source) -> int:
         ids = sorted(getattr(self._s, KINDS[collection].name))  # each kind's table carries its name
