@@ -263,3 +263,79 @@ async def test_released_jobs_are_due_at_once_with_their_attempts_unchanged(store
     assert await store.outbox.release(claimed, now) == 1
     again = await store.outbox.claim(10, now)
     assert [(j.id, j.attempts) for j in again] == [(added[0].id, 0)]  # the dead one stays dead
+
+
+# -- give-backs act only for the claim's current holder ------------------------------------------
+async def a_job_claimed_again_after_its_lease(store: Store):
+    """One job, claimed by a first worker, claimed again by a second once the first's lease ran
+    out: the time of the second claim, the first worker's (stale) job and the second's."""
+    [added] = await due_jobs_of_new_episodes(store, 1)
+    now = datetime.now(UTC)
+    [stale] = await store.outbox.claim(10, now)
+    later = now + CLAIM_LEASE
+    [held] = await store.outbox.claim(10, later)
+    assert stale.id == held.id == added.id and stale.next_attempt_at != held.next_attempt_at
+    return later, stale, held
+
+
+async def test_a_worker_whose_lease_ran_out_releases_defers_and_buries_nothing(store: Store) -> None:
+    later, stale, held = await a_job_claimed_again_after_its_lease(store)
+    assert await store.outbox.release([stale], later) == 0
+    assert await store.outbox.defer([stale], "timed out", later) == 0
+    assert await store.outbox.bury([stale], "poison") == 0
+    assert await store.outbox.claim(10, later) == []  # still the second worker's
+    [job] = await store.outbox.due(10, later + CLAIM_LEASE)
+    assert (job.attempts, job.last_error, job.dead_at, job.next_attempt_at) == (0, None, None, held.next_attempt_at)
+    assert (await store.outbox.backlog()).dead == 0
+
+
+async def test_a_worker_whose_lease_ran_out_completes_nothing_and_announces_nothing(store: Store) -> None:
+    later, stale, held = await a_job_claimed_again_after_its_lease(store)
+    assert await store.uow.run(lambda tx: tx.outbox.complete([stale])) == []
+    assert await store.uow.run(lambda tx: writes.jobs_completed(tx, [stale])) == 0
+    assert [j.id for j in await store.outbox.due(10, FAR_FUTURE)] == [held.id]
+    assert "embedded" not in [e.op for e in await store.events.after(0, 100)]
+    assert await store.uow.run(lambda tx: writes.jobs_completed(tx, [held])) == 1
+    assert await store.outbox.due(10, FAR_FUTURE) == []
+    assert [(e.record_id, e.op) for e in await store.events.after(0, 100) if e.op == "embedded"] == [
+        (held.ref_id, "embedded")]
+
+
+async def test_the_current_holders_give_backs_still_act(store: Store) -> None:
+    later, stale, held = await a_job_claimed_again_after_its_lease(store)
+    await store.outbox.release([stale], later)
+    assert await store.outbox.release([held], later) == 1
+    [again] = await store.outbox.claim(10, later)  # due at once
+    retry_at = later + timedelta(seconds=5)
+    assert await store.outbox.defer([again], "timed out", retry_at) == 1
+    assert await store.outbox.defer([again], "timed out", retry_at) == 0  # handled: no longer held
+    [third] = await store.outbox.claim(10, retry_at)
+    assert third.attempts == 1
+    assert await store.outbox.bury([third], "poison") == 1
+    [dead] = await store.outbox.dead(10)
+    assert (dead.id, dead.attempts, dead.last_error) == (held.id, 2, "poison")
+
+
+async def test_a_give_back_of_several_jobs_acts_on_those_still_held_alone(store: Store) -> None:
+    added = await due_jobs_of_new_episodes(store, 2)
+    now = datetime.now(UTC)
+    mine = await store.outbox.claim(10, now)
+    later = now + CLAIM_LEASE
+    [taken] = await store.outbox.claim(1, later)  # the lease ran out; another worker took the first job
+    assert [j.id for j in mine] == [j.id for j in added] and taken.id == added[0].id
+    assert await store.outbox.defer(mine, "timed out", FAR_FUTURE) == 1
+    by_id = {j.id: j for j in await store.outbox.due(10, FAR_FUTURE)}
+    assert (by_id[taken.id].attempts, by_id[taken.id].next_attempt_at) == (0, taken.next_attempt_at)
+    assert by_id[added[1].id].attempts == 1
+
+
+async def test_a_give_back_of_thousands_of_jobs_acts_on_every_one(store: Store) -> None:
+    # Several statements' worth where an adapter splits a give-back (SQLite bounds its parameters).
+    await store.uow.run(lambda tx: tx.outbox.enqueue("episodes", "upsert", range(1, 12_002)))
+    now = datetime.now(UTC)
+    claimed = await store.outbox.claim(20_000, now)
+    assert len(claimed) == 12_001
+    assert await store.outbox.release(claimed, now) == 12_001
+    again = await store.outbox.claim(20_000, now)
+    assert await store.uow.run(lambda tx: tx.outbox.complete(again)) == [j.id for j in again]
+    assert (await store.outbox.backlog()).pending == 0
