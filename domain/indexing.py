@@ -11,6 +11,10 @@ pass. A record that fails on its own is deferred, and after ``max_attempts`` suc
 becomes a dead letter (kept, listed, retried only on request). An outage never kills a job.
 Upserts run before deletes within a pass, and a job whose record has vanished deletes its point,
 so the index converges on the store whatever order changes arrived in.
+
+Every outcome (complete, defer, bury, release) is given back with the jobs as claimed: when a pass
+outlived its lease and another drainer claimed a job again, the outcome is that drainer's, and
+this pass neither removes, retries nor buries the job, nor counts it.
 """
 
 from __future__ import annotations
@@ -131,18 +135,16 @@ class IndexingService:
             completed = await self._attempt(result, collection, claimed) is None
         finally:
             if not completed:  # failed, or cancelled as the service stops: due again now, not after the lease
-                await self._store.outbox.release([job.id for job in claimed], self._clock())
+                await self._store.outbox.release(claimed, self._clock())
         return result.done if completed else 0
 
     async def _step(self, result: PassResult, jobs: Sequence[OutboxJob], action) -> None:
         try:
             embedded = await action()
         except Exception as exc:  # an adapter bug must not kill the worker or lose the jobs
-            await self._defer(jobs, _describe(exc))
-            result.deferred += len(jobs)
+            result.deferred += await self._defer(jobs, _describe(exc))
             return
-        await self._store.uow.run(lambda tx: writes.jobs_completed(tx, jobs))
-        result.done += len(jobs)
+        result.done += await self._store.uow.run(lambda tx: writes.jobs_completed(tx, jobs))
         result.embedded += embedded if isinstance(embedded, int) else 0
 
     # -- failure path: isolating poison records ---------------------------------------------------
@@ -151,8 +153,7 @@ class IndexingService:
             embedded = await self._upsert(collection, jobs)
         except Exception as exc:  # an adapter bug must not kill the worker or lose the jobs
             return exc
-        await self._store.uow.run(lambda tx: writes.jobs_completed(tx, jobs))
-        result.done += len(jobs)
+        result.done += await self._store.uow.run(lambda tx: writes.jobs_completed(tx, jobs))
         result.embedded += embedded
         return None
 
@@ -161,8 +162,7 @@ class IndexingService:
         if error is None:
             return
         if not await self._about_the_input(error):
-            await self._defer(jobs, _describe(error))
-            result.deferred += len(jobs)
+            result.deferred += await self._defer(jobs, _describe(error))
             return
         await self._split(result, collection, jobs, error)
 
@@ -190,8 +190,7 @@ class IndexingService:
                 continue
             if isinstance(half_error, VectorIndexError):
                 # The index failed meanwhile: an outage, not these records' fault.
-                await self._defer(half, _describe(half_error))
-                result.deferred += len(half)
+                result.deferred += await self._defer(half, _describe(half_error))
             else:
                 await self._split(result, collection, half, half_error)
 
@@ -199,15 +198,15 @@ class IndexingService:
         message = _describe(error)
         if job.attempts + 1 >= self.max_attempts:
             self.last_error = message
+            if not await self._store.outbox.bury([job], message):
+                return  # the lease ran out and another drainer holds the job: its outcome, not this one
             self.dead_lettered += 1
             self._count("dead_lettered")
-            await self._store.outbox.bury([job.id], message)
             log.warning("embedding job %d (%s %d) is a dead letter after %d attempts: %s", job.id,
                         job.collection, job.ref_id, job.attempts + 1, message)
             result.dead += 1
             return
-        await self._defer([job], message)
-        result.deferred += 1
+        result.deferred += await self._defer([job], message)
 
     async def _upsert(self, collection: str, jobs: Sequence[OutboxJob]) -> int:
         ids = list(dict.fromkeys(j.ref_id for j in jobs))
@@ -244,17 +243,18 @@ class IndexingService:
             await self._index.delete(collection, gone)
         return len(items)
 
-    async def _defer(self, jobs: Sequence[OutboxJob], error: str) -> None:
+    async def _defer(self, jobs: Sequence[OutboxJob], error: str) -> int:
         self.last_error = error
         attempts = max(j.attempts for j in jobs)
         retry_at = self._clock() + timedelta(seconds=backoff_delay(attempts))
-        await self._store.outbox.defer([j.id for j in jobs], error, retry_at)
+        deferred = await self._store.outbox.defer(jobs, error, retry_at)
         now = time.monotonic()
         if not self._failing or now - self._last_log >= LOG_EVERY:
             # One line when trouble starts, then at most one a minute: an outage must not flood logs.
-            log.warning("embedding jobs deferred (%d jobs, attempt %d): %s", len(jobs), attempts + 1, error)
+            log.warning("embedding jobs deferred (%d jobs, attempt %d): %s", deferred, attempts + 1, error)
             self._last_log = now
         self._failing = True
+        return deferred
 
 
 def _describe(error: Exception) -> str:

@@ -20,6 +20,11 @@ class OutboxJob:
     ``upsert``: (re-)embed record ``ref_id`` of ``collection`` (a record that no longer exists is
     deleted instead); ``delete``: remove point ``ref_id``; ``delete_session``: remove every point
     whose payload ``sessionId`` is ``ref_id``.
+
+    ``next_attempt_at`` is the job's retry time as the store held it when the job was read. For a
+    job handed out by ``claim`` it is the lease's end, set by that claim alone: the token by which
+    a give-back (release, defer, bury, complete) tells the claim's holder from a worker whose lease
+    ran out and whose job another claim has taken since.
     """
 
     id: int
@@ -28,6 +33,7 @@ class OutboxJob:
     ref_id: int
     attempts: int
     created_at: str
+    next_attempt_at: str
     last_error: str | None = None
     dead_at: str | None = None  # set when the job was given up on (a dead letter)
 

@@ -22,6 +22,7 @@ from domain.models import (
     Entity, EntityChanges, Episode, EpisodeChanges, Metadata, NewEntity, NewEpisode, NewRelationship,
     NewSummary, Owner, Relationship, Session, Summary, SummaryChanges, Upserted, check_changes, utc_now,
 )
+from domain.outbox import OutboxJob
 from domain.record_kinds import ENTITIES, EPISODES, IN_SESSIONS, KINDS, SUMMARIES, RecordKind, Source
 from ports.unit_of_work import Transaction
 
@@ -198,16 +199,19 @@ def delete_summary(tx: Transaction, summary_id: int) -> bool:
     return _deleted(tx, SUMMARIES, before, tx.summaries.delete(summary_id))
 
 
-def jobs_completed(tx: Transaction, jobs: Sequence[Any]) -> None:
-    """The worker finished ``jobs`` (outbox jobs): they go, and each upsert of a record that still
-    exists means it is now embedded (an ``embedded`` event, with its session and owner)."""
-    tx.outbox.complete([job.id for job in jobs])
+def jobs_completed(tx: Transaction, jobs: Sequence[OutboxJob]) -> int:
+    """The worker finished ``jobs`` (outbox jobs as it claimed them): those whose claim it still
+    holds go, and each upsert among them of a record that still exists means it is now embedded
+    (an ``embedded`` event, with its session and owner). A job claimed again since the worker's
+    lease ran out is its new holder's to complete, and to announce. Returns how many went."""
+    removed = set(tx.outbox.complete(jobs))
     at = utc_now()
-    for job in jobs:
+    for job in {job.id: job for job in jobs if job.id in removed}.values():
         if job.op == "upsert" and job.collection in KINDS:
             record = getattr(tx, KINDS[job.collection].room).get(job.ref_id)
             if record is not None:
                 _event(tx, job.collection, record, "embedded", at)
+    return len(removed)
 
 
 def forget_user(tx: Transaction, user_id: str) -> dict[str, int]:

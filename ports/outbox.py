@@ -3,6 +3,13 @@
 Jobs are enqueued only inside a unit of work, in the same transaction as the change that needs
 them (``OutboxWrites``), so a crash never leaves a record saved but never embedded, nor a point
 whose record is gone. The worker drains them through ``EmbeddingOutbox``.
+
+A claimed job is given back (``release``, ``defer``, ``bury``, ``OutboxWrites.complete``) only while
+the caller still holds the claim it was handed: the job is matched by its id and its
+``next_attempt_at`` together, as the caller read it. A worker whose lease ran out (a slow embedder, a
+paused process) and whose job another claim has taken since acts on nothing: it cannot make that
+job due again while the new holder works on it, count an attempt against it, bury it or remove it.
+A job read by ``due`` or ``dead`` carries its stored time too, so it can be given back the same way.
 """
 
 from __future__ import annotations
@@ -33,19 +40,23 @@ class EmbeddingOutbox(Protocol):
         just those of the named jobs (a search embedding the records it is about to read)."""
         ...
 
-    async def release(self, job_ids: Sequence[int], now: datetime) -> None:
+    async def release(self, jobs: Sequence[OutboxJob], now: datetime) -> int:
         """Give claimed jobs back, due at ``now`` with their attempts unchanged: a claim abandoned
-        (a search's embedding failed), which says nothing against the records. Dead or unknown
-        ids are ignored."""
+        (a search's embedding failed), which says nothing against the records. Only jobs the
+        caller still holds; dead, unknown or re-claimed ones are left as they are. Returns how many
+        were released."""
         ...
 
-    async def defer(self, job_ids: Sequence[int], error: str, retry_at: datetime) -> None:
-        """Record a failed attempt: bump attempts, keep the error (≤ 500 chars), hide the jobs until ``retry_at``."""
+    async def defer(self, jobs: Sequence[OutboxJob], error: str, retry_at: datetime) -> int:
+        """Record a failed attempt of jobs the caller still holds: bump attempts, keep the error
+        (≤ 500 chars), hide the jobs until ``retry_at``. Returns how many were deferred; a job
+        another claim holds now keeps its attempts and its time."""
         ...
 
-    async def bury(self, job_ids: Sequence[int], error: str) -> None:
-        """Give up on jobs (dead letters): bump attempts, keep the error, set ``dead_at``; a dead
-        job is never due and is not counted as pending, but stays until retried."""
+    async def bury(self, jobs: Sequence[OutboxJob], error: str) -> int:
+        """Give up on jobs the caller still holds (dead letters): bump attempts, keep the error,
+        set ``dead_at``; a dead job is never due and is not counted as pending, but stays until
+        retried. Returns how many were buried; a job another claim holds now stays live."""
         ...
 
     async def dead(self, limit: int) -> list[OutboxJob]:
@@ -75,9 +86,11 @@ class OutboxWrites(Protocol):
         """One job per id, due now, in the order given."""
         ...
 
-    def complete(self, job_ids: Sequence[int]) -> None:
-        """Remove finished jobs; unknown ids are a no-op. Inside a unit, so what the completion
-        means (the record's ``embedded`` event) commits with it."""
+    def complete(self, jobs: Sequence[OutboxJob]) -> list[int]:
+        """Remove finished jobs the caller still holds; returns the ids removed. An unknown job,
+        or one another claim has taken since the caller's lease ran out, stays (its holder
+        completes it). Inside a unit, so what the completion means (the record's ``embedded``
+        event, written for the removed jobs alone) commits with it."""
         ...
 
     def enqueue_every(self, collection: Source) -> int:

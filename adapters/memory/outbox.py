@@ -12,47 +12,58 @@ from domain.outbox import CLAIM_LEASE, Backlog, JobOp, OutboxJob, OutboxScope, S
 from domain.record_kinds import KINDS, Source
 
 
+def _held(outbox: dict[int, OutboxJob], jobs: Sequence[OutboxJob]) -> list[OutboxJob]:
+    """The stored jobs of ``jobs`` whose retry time is still the one the caller read (so the caller
+    still holds their claim), each once."""
+    found = {}
+    for job in jobs:
+        stored = outbox.get(job.id)
+        if stored is not None and stored.next_attempt_at == job.next_attempt_at:
+            found[job.id] = stored
+    return list(found.values())
+
+
 class MemoryOutbox:
     def __init__(self, state: MemoryState) -> None:
         self._s = state
 
     async def due(self, limit: int, now: datetime) -> list[OutboxJob]:
         cutoff = format_timestamp(now)
-        return [job for job_id, job in sorted(self._s.outbox.items())
-                if self._s.retry_at[job_id] <= cutoff and job.dead_at is None][:limit]
+        return [job for _id, job in sorted(self._s.outbox.items())
+                if job.next_attempt_at <= cutoff and job.dead_at is None][:limit]
 
     async def claim(self, limit: int, now: datetime, only: Sequence[int] | None = None) -> list[OutboxJob]:
         cutoff = format_timestamp(now)
         # A record's job waits while another of its jobs is claimed or backing off.
-        busy = {(job.collection, job.ref_id) for job_id, job in self._s.outbox.items()
-                if job.op != "delete_session" and job.dead_at is None and self._s.retry_at[job_id] > cutoff}
+        busy = {(job.collection, job.ref_id) for job in self._s.outbox.values()
+                if job.op != "delete_session" and job.dead_at is None and job.next_attempt_at > cutoff}
         named = None if only is None else set(only)
         jobs = [job for job in await self.due(len(self._s.outbox), now)
                 if (named is None or job.id in named)
                 and (job.op == "delete_session" or (job.collection, job.ref_id) not in busy)][:limit]
         lease = format_timestamp(now + CLAIM_LEASE)
         for job in jobs:
-            self._s.retry_at[job.id] = lease
-        return jobs
+            self._s.outbox[job.id] = replace(job, next_attempt_at=lease)
+        return [self._s.outbox[job.id] for job in jobs]
 
-    async def release(self, job_ids: Sequence[int], now: datetime) -> None:
-        for job_id in job_ids:
-            if job_id in self._s.outbox and self._s.outbox[job_id].dead_at is None:
-                self._s.retry_at[job_id] = format_timestamp(now)
+    async def release(self, jobs: Sequence[OutboxJob], now: datetime) -> int:
+        live = [job for job in _held(self._s.outbox, jobs) if job.dead_at is None]
+        for job in live:
+            self._s.outbox[job.id] = replace(job, next_attempt_at=format_timestamp(now))
+        return len(live)
 
-    async def defer(self, job_ids: Sequence[int], error: str, retry_at: datetime) -> None:
-        for job_id in job_ids:
-            if job_id in self._s.outbox:
-                job = self._s.outbox[job_id]
-                self._s.outbox[job_id] = replace(job, attempts=job.attempts + 1, last_error=error[:500])
-                self._s.retry_at[job_id] = format_timestamp(retry_at)
+    async def defer(self, jobs: Sequence[OutboxJob], error: str, retry_at: datetime) -> int:
+        mine = _held(self._s.outbox, jobs)
+        for job in mine:
+            self._s.outbox[job.id] = replace(job, attempts=job.attempts + 1, last_error=error[:500],
+                                             next_attempt_at=format_timestamp(retry_at))
+        return len(mine)
 
-    async def bury(self, job_ids: Sequence[int], error: str) -> None:
-        now = utc_now()
-        for job_id in job_ids:
-            if job_id in self._s.outbox:
-                job = self._s.outbox[job_id]
-                self._s.outbox[job_id] = replace(job, attempts=job.attempts + 1, last_error=error[:500], dead_at=now)
+    async def bury(self, jobs: Sequence[OutboxJob], error: str) -> int:
+        now, mine = utc_now(), _held(self._s.outbox, jobs)
+        for job in mine:
+            self._s.outbox[job.id] = replace(job, attempts=job.attempts + 1, last_error=error[:500], dead_at=now)
+        return len(mine)
 
     async def dead(self, limit: int) -> list[OutboxJob]:
         return [job for _id, job in sorted(self._s.outbox.items()) if job.dead_at is not None][:limit]
@@ -63,8 +74,7 @@ class MemoryOutbox:
         for job_id in sorted(wanted & set(self._s.outbox)):
             job = self._s.outbox[job_id]
             if job.dead_at is not None:
-                self._s.outbox[job_id] = replace(job, attempts=0, dead_at=None)
-                self._s.retry_at[job_id] = utc_now()
+                self._s.outbox[job_id] = replace(job, attempts=0, dead_at=None, next_attempt_at=utc_now())
                 revived += 1
         return revived
 
@@ -100,13 +110,13 @@ class OutboxTx:
         now = utc_now()
         for ref_id in ref_ids:
             job_id = self._s.next_id("outbox")
-            self._s.outbox[job_id] = OutboxJob(job_id, collection, op, ref_id, 0, now)
-            self._s.retry_at[job_id] = now
+            self._s.outbox[job_id] = OutboxJob(job_id, collection, op, ref_id, 0, now, now)
 
-    def complete(self, job_ids: Sequence[int]) -> None:
-        for job_id in job_ids:
-            self._s.outbox.pop(job_id, None)
-            self._s.retry_at.pop(job_id, None)
+    def complete(self, jobs: Sequence[OutboxJob]) -> list[int]:
+        mine = _held(self._s.outbox, jobs)
+        for job in mine:
+            del self._s.outbox[job.id]
+        return [job.id for job in mine]
 
     def enqueue_every(self, collection: Source) -> int:
         ids = sorted(getattr(self._s, KINDS[collection].name))  # each kind's table carries its name

@@ -10,7 +10,7 @@ from domain.changes import Event, Version
 from domain.idempotency import KeyedAnswer
 from domain.outbox import OutboxJob
 
-_TABLES = ("sessions", "episodes", "entities", "relationships", "summaries", "outbox", "retry_at", "last_ids",
+_TABLES = ("sessions", "episodes", "entities", "relationships", "summaries", "outbox", "last_ids",
            "history", "events", "idempotency")
 
 
@@ -22,7 +22,6 @@ class MemoryState:
     relationships: dict[int, Relationship] = field(default_factory=dict)
     summaries: dict[int, Summary] = field(default_factory=dict)
     outbox: dict[int, OutboxJob] = field(default_factory=dict)
-    retry_at: dict[int, str] = field(default_factory=dict)
     last_ids: dict[str, int] = field(default_factory=dict)
     history: dict[int, Version] = field(default_factory=dict)
     events: dict[int, Event] = field(default_factory=dict)

@@ -28,6 +28,14 @@ _RECORD_FREE = ("(o.op = 'delete_session' OR NOT EXISTS (SELECT 1 FROM embedding
                 " AND b.dead_at IS NULL AND b.next_attempt_at > %s))")
 _INSERT = ("INSERT INTO embedding_outbox(collection, op, ref_id, next_attempt_at, created_at)"
            " VALUES (%s, %s, %s, %s, %s)")
+# The rows of the claims a caller still holds: its jobs' ids, each with the retry time it read.
+_HELD = ("unnest(%s::bigint[], %s::text[]) AS held(id, stamp)",
+         "o.id = held.id AND o.next_attempt_at = held.stamp")
+
+
+def _held(jobs: Sequence[OutboxJob]) -> tuple[list[int], list[str]]:
+    pairs = list(dict.fromkeys((job.id, job.next_attempt_at) for job in jobs))
+    return [job_id for job_id, _ in pairs], [stamp for _, stamp in pairs]
 
 
 class PostgresOutbox(Reads):
@@ -55,26 +63,26 @@ class PostgresOutbox(Reads):
 
         return await self._db.write(op)
 
-    async def release(self, job_ids: Sequence[int], now: datetime) -> None:
-        if job_ids:
-            ids = list(job_ids)
-            await self._db.write(lambda conn: conn.execute(
-                "UPDATE embedding_outbox SET next_attempt_at = %s WHERE dead_at IS NULL AND id = ANY(%s)",
-                (format_timestamp(now), ids)))
+    async def release(self, jobs: Sequence[OutboxJob], now: datetime) -> int:
+        return await self._give_back(jobs, "next_attempt_at = %s", [format_timestamp(now)], live_only=True)
 
-    async def defer(self, job_ids: Sequence[int], error: str, retry_at: datetime) -> None:
-        if job_ids:
-            ids = list(job_ids)
-            await self._db.write(lambda conn: conn.execute(
-                "UPDATE embedding_outbox SET attempts = attempts + 1, last_error = %s, next_attempt_at = %s"
-                " WHERE id = ANY(%s)", (error[:500], format_timestamp(retry_at), ids)))
+    async def defer(self, jobs: Sequence[OutboxJob], error: str, retry_at: datetime) -> int:
+        return await self._give_back(jobs, "attempts = o.attempts + 1, last_error = %s, next_attempt_at = %s",
+                                     [error[:500], format_timestamp(retry_at)])
 
-    async def bury(self, job_ids: Sequence[int], error: str) -> None:
-        if job_ids:
-            ids = list(job_ids)
-            await self._db.write(lambda conn: conn.execute(
-                "UPDATE embedding_outbox SET attempts = attempts + 1, last_error = %s, dead_at = %s WHERE id = ANY(%s)",
-                (error[:500], utc_now(), ids)))
+    async def bury(self, jobs: Sequence[OutboxJob], error: str) -> int:
+        return await self._give_back(jobs, "attempts = o.attempts + 1, last_error = %s, dead_at = %s",
+                                     [error[:500], utc_now()])
+
+    async def _give_back(self, jobs: Sequence[OutboxJob], assignments: str, values: list,
+                         live_only: bool = False) -> int:
+        """Update the rows of the claims the caller still holds; how many."""
+        if not jobs:
+            return 0
+        live = " AND o.dead_at IS NULL" if live_only else ""
+        return await self._db.write(lambda conn: conn.execute(
+            f"UPDATE embedding_outbox o SET {assignments} FROM {_HELD[0]} WHERE {_HELD[1]}{live}",
+            [*values, *_held(jobs)]).rowcount)
 
     async def dead(self, limit: int) -> list[OutboxJob]:
         return await self._all("SELECT * FROM embedding_outbox WHERE dead_at IS NOT NULL ORDER BY id LIMIT %s",
@@ -138,10 +146,11 @@ class OutboxTx(Writes):
             with self._conn.cursor() as cur:
                 cur.executemany(_INSERT, found)
 
-    def complete(self, job_ids: Sequence[int]) -> None:
-        ids = list(job_ids)
-        if ids:
-            self._conn.execute("DELETE FROM embedding_outbox WHERE id = ANY(%s)", (ids,))
+    def complete(self, jobs: Sequence[OutboxJob]) -> list[int]:
+        if not jobs:
+            return []
+        return [row["id"] for row in self._conn.execute(
+            f"DELETE FROM embedding_outbox o USING {_HELD[0]} WHERE {_HELD[1]} RETURNING o.id", _held(jobs)).fetchall()]
 
     def enqueue_every(self, collection: Source) -> int:
         now = utc_now()

@@ -60,7 +60,7 @@ def summary_of(row) -> Summary:
 
 def job_of(row) -> OutboxJob:
     return OutboxJob(row["id"], row["collection"], row["op"], row["ref_id"], row["attempts"], row["created_at"],
-                     row["last_error"], row["dead_at"])
+                     row["next_attempt_at"], row["last_error"], row["dead_at"])
 
 
 # The row mapper of each record kind (its table carries the kind's name).

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from datetime import datetime
 
 from adapters.sqlite import rows
@@ -19,6 +19,19 @@ _RECORD_FREE = ("(o.op = 'delete_session' OR NOT EXISTS (SELECT 1 FROM embedding
                 " AND b.dead_at IS NULL AND b.next_attempt_at > ?))")
 _INSERT = ("INSERT INTO embedding_outbox(collection, op, ref_id, next_attempt_at, created_at)"
            " VALUES (?, ?, ?, ?, ?)")
+# Two parameters a job: well below the 32,766 a statement of SQLite's default build.
+_HELD_PER_STATEMENT = 5_000
+
+
+def _held(jobs: Sequence[OutboxJob]) -> Iterator[tuple[str, list]]:
+    """The condition matching the rows of ``jobs`` whose retry time is still the one the caller
+    read (the claims it still holds), with its parameters: one pair per statement's worth of jobs."""
+    pairs = list(dict.fromkeys((job.id, job.next_attempt_at) for job in jobs))
+    for start in range(0, len(pairs), _HELD_PER_STATEMENT):
+        chunk = pairs[start:start + _HELD_PER_STATEMENT]
+        yield (f"(id, next_attempt_at) IN (VALUES {', '.join(['(?, ?)'] * len(chunk))})",
+               [value for pair in chunk for value in pair])
+
 
 
 class SqliteOutbox(Reads):
@@ -46,31 +59,26 @@ class SqliteOutbox(Reads):
 
         return await self._db.write(op)
 
-    async def release(self, job_ids: Sequence[int], now: datetime) -> None:
-        if not job_ids:
-            return
-        ids = list(job_ids)
-        await self._db.write(lambda conn: conn.execute(
-            f"UPDATE embedding_outbox SET next_attempt_at = ? WHERE dead_at IS NULL AND id IN ({in_list(ids)})",
-            [format_timestamp(now), *ids]))
+    async def release(self, jobs: Sequence[OutboxJob], now: datetime) -> int:
+        return await self._give_back(jobs, "next_attempt_at = ?", [format_timestamp(now)], live_only=True)
 
-    async def defer(self, job_ids: Sequence[int], error: str, retry_at: datetime) -> None:
-        if not job_ids:
-            return
-        ids = list(job_ids)
-        await self._db.write(lambda conn: conn.execute(
-            "UPDATE embedding_outbox SET attempts = attempts + 1, last_error = ?, next_attempt_at = ?"
-            f" WHERE id IN ({in_list(ids)})", [error[:500], format_timestamp(retry_at), *ids],
-        ))
+    async def defer(self, jobs: Sequence[OutboxJob], error: str, retry_at: datetime) -> int:
+        return await self._give_back(jobs, "attempts = attempts + 1, last_error = ?, next_attempt_at = ?",
+                                     [error[:500], format_timestamp(retry_at)])
 
-    async def bury(self, job_ids: Sequence[int], error: str) -> None:
-        if not job_ids:
-            return
-        ids = list(job_ids)
-        await self._db.write(lambda conn: conn.execute(
-            "UPDATE embedding_outbox SET attempts = attempts + 1, last_error = ?, dead_at = ?"
-            f" WHERE id IN ({in_list(ids)})", [error[:500], utc_now(), *ids],
-        ))
+    async def bury(self, jobs: Sequence[OutboxJob], error: str) -> int:
+        return await self._give_back(jobs, "attempts = attempts + 1, last_error = ?, dead_at = ?",
+                                     [error[:500], utc_now()])
+
+    async def _give_back(self, jobs: Sequence[OutboxJob], assignments: str, values: list,
+                         live_only: bool = False) -> int:
+        """Update the rows of the claims the caller still holds, in one transaction; how many."""
+        if not jobs:
+            return 0
+        live = "dead_at IS NULL AND " if live_only else ""
+        return await self._db.write(lambda conn: sum(
+            conn.execute(f"UPDATE embedding_outbox SET {assignments} WHERE {live}{held}", [*values, *params]).rowcount
+            for held, params in _held(jobs)))
 
     async def dead(self, limit: int) -> list[OutboxJob]:
         return await self._all(
@@ -137,10 +145,12 @@ class OutboxTx(Writes):
         elif rows_:
             self._conn.executemany(_INSERT, rows_)
 
-    def complete(self, job_ids: Sequence[int]) -> None:
-        ids = list(job_ids)
-        if ids:
-            self._conn.execute(f"DELETE FROM embedding_outbox WHERE id IN ({in_list(ids)})", ids)
+    def complete(self, jobs: Sequence[OutboxJob]) -> list[int]:
+        removed: list[int] = []
+        for held, params in _held(jobs):
+            removed += [row[0] for row in self._conn.execute(
+                f"DELETE FROM embedding_outbox WHERE {held} RETURNING id", params).fetchall()]
+        return removed
 
     def enqueue_every(self, collection: Source) -> int:
         now = utc_now()

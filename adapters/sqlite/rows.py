@@ -71,7 +71,7 @@ def live(alias: str = "") -> str:
 def job_of(row: sqlite3.Row) -> OutboxJob:
     return OutboxJob(
         row["id"], row["collection"], row["op"], row["ref_id"], row["attempts"], row["created_at"],
-        row["last_error"], row["dead_at"],
+        row["next_attempt_at"], row["last_error"], row["dead_at"],
     )
 
 

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 from domain import writes
@@ -81,12 +82,12 @@ async def test_a_deferred_job_is_hidden_until_its_retry_time(store: Store) -> No
     first, second = await store.uow.run(lambda tx: writes.add_episodes(tx, [NewEpisode(session.id, "u", "a"), NewEpisode(session.id, "u", "a")]))
     now = datetime.now(UTC)
     [job, other] = await store.outbox.due(10, now)
-    await store.outbox.defer([job.id], "embedder down", now + timedelta(hours=1))
+    await store.outbox.defer([job], "embedder down", now + timedelta(hours=1))
     assert [j.id for j in await store.outbox.due(10, now)] == [other.id]
     back = await store.outbox.due(10, now + timedelta(hours=2))
     assert [j.id for j in back] == [job.id, other.id]
     assert (back[0].attempts, back[0].last_error, back[0].ref_id) == (1, "embedder down", first.id)
-    await store.outbox.defer([job.id], "still down", now + timedelta(hours=3))
+    await store.outbox.defer([back[0]], "still down", now + timedelta(hours=3))
     again = (await store.outbox.due(10, FAR_FUTURE))[0]
     assert (again.attempts, again.last_error) == (2, "still down")
 
@@ -95,10 +96,11 @@ async def test_completing_jobs_removes_them_and_unknown_ids_are_a_no_op(store: S
     session = await a_session(store)
     await store.uow.run(lambda tx: writes.add_episodes(tx, [NewEpisode(session.id, "u", "a"), NewEpisode(session.id, "u", "a")]))
     [done, left] = await store.outbox.due(10, FAR_FUTURE)
-    await store.uow.run(lambda tx: writes.jobs_completed(tx, [done]))
-    await store.uow.run(lambda tx: tx.outbox.complete([99_999]))
-    await store.uow.run(lambda tx: tx.outbox.complete([]))
-    await store.outbox.defer([99_999], "nothing", FAR_FUTURE)
+    assert await store.uow.run(lambda tx: writes.jobs_completed(tx, [done])) == 1
+    unknown = replace(left, id=99_999)
+    assert await store.uow.run(lambda tx: tx.outbox.complete([unknown])) == []
+    assert await store.uow.run(lambda tx: tx.outbox.complete([])) == []
+    assert await store.outbox.defer([unknown], "nothing", FAR_FUTURE) == 0
     assert [j.id for j in await store.outbox.due(10, FAR_FUTURE)] == [left.id]
 
 
@@ -108,8 +110,8 @@ async def test_the_backlog_counts_pending_jobs_their_age_and_failures(store: Sto
     session = await a_session(store)
     await store.uow.run(lambda tx: writes.add_episodes(tx, [NewEpisode(session.id, f"u{i}", "a") for i in range(3)]))
     jobs_now = await store.outbox.due(10, FAR_FUTURE)
-    await store.outbox.defer([jobs_now[0].id], "timeout", FAR_FUTURE)
-    await store.outbox.defer([jobs_now[1].id], "connection refused", FAR_FUTURE)
+    await store.outbox.defer([jobs_now[0]], "timeout", FAR_FUTURE)
+    await store.outbox.defer([jobs_now[1]], "connection refused", FAR_FUTURE)
     backlog = await store.outbox.backlog()
     assert (backlog.pending, backlog.failing) == (3, 2)
     assert backlog.oldest_created_at == min(j.created_at for j in jobs_now)
@@ -130,7 +132,7 @@ async def test_reindex_queues_one_upsert_per_record(store: Store) -> None:
 
 async def test_a_buried_job_is_never_due_and_is_counted_apart_from_the_pending(store: Store) -> None:
     first, second, third = await due_jobs_of_new_episodes(store, 3)
-    await store.outbox.bury([second.id], "HTTP 400: input too long")
+    await store.outbox.bury([second], "HTTP 400: input too long")
     assert [j.id for j in await store.outbox.due(100, LATER)] == [first.id, third.id]
     backlog = await store.outbox.backlog()
     assert (backlog.pending, backlog.dead, backlog.failing) == (2, 1, 0)
@@ -141,7 +143,7 @@ async def test_a_buried_job_is_never_due_and_is_counted_apart_from_the_pending(s
 
 async def test_retrying_dead_jobs_makes_them_due_now_with_no_attempts(store: Store) -> None:
     jobs = await due_jobs_of_new_episodes(store, 3)
-    await store.outbox.bury([j.id for j in jobs], "refused")
+    await store.outbox.bury(jobs, "refused")
     assert await store.outbox.retry_dead([jobs[0].id, 999_999]) == 1
     assert [j.id for j in await store.outbox.due(100, LATER)] == [jobs[0].id]
     assert (await store.outbox.due(100, LATER))[0].attempts == 0
@@ -187,8 +189,8 @@ async def test_pending_in_scope_leaves_out_completed_dead_and_deleted_records(st
     e1, e2, e3 = await store.uow.run(lambda tx: writes.add_episodes(tx, [NewEpisode(session.id, "u", "a")] * 3))
     by_ref = {j.ref_id: j for j in await store.outbox.due(10, FAR_FUTURE)}
     await store.uow.run(lambda tx: writes.jobs_completed(tx, [by_ref[e1.id]]))
-    await store.outbox.bury([by_ref[e2.id].id], "poison")
-    await store.outbox.defer([by_ref[e3.id].id], "down", FAR_FUTURE)  # deferred still counts: not embedded yet
+    await store.outbox.bury([by_ref[e2.id]], "poison")
+    await store.outbox.defer([by_ref[e3.id]], "down", FAR_FUTURE)  # deferred still counts: not embedded yet
     pending = await store.outbox.pending_in_scope("episodes", OutboxScope(session_id=session.id), 10)
     assert [j.ref_id for j in pending.jobs] == [e3.id] and pending.total == 1
     await store.uow.run(lambda tx: writes.delete_episode(tx, e3.id))
@@ -217,7 +219,7 @@ async def test_a_records_later_job_waits_while_an_earlier_one_is_claimed_or_back
     [other] = await store.uow.run(lambda tx: writes.add_episodes(tx, [NewEpisode(session.id, "u", "a")]))
     soon = now + timedelta(seconds=1)  # the new jobs are due, the first's lease runs
     assert [j.ref_id for j in await store.outbox.claim(10, soon)] == [other.id]  # the edit waits for the first
-    await store.outbox.defer([first.id], "down", now + timedelta(seconds=5))
+    await store.outbox.defer([first], "down", now + timedelta(seconds=5))
     assert await store.outbox.claim(10, soon) == []  # backing off holds the record as well
     later = now + timedelta(seconds=5)
     assert [(j.ref_id, j.id == first.id) for j in await store.outbox.claim(10, later)] == [
@@ -257,7 +259,83 @@ async def test_released_jobs_are_due_at_once_with_their_attempts_unchanged(store
     now = datetime.now(UTC)
     claimed = await store.outbox.claim(10, now)
     assert await store.outbox.claim(10, now) == []
-    await store.outbox.bury([claimed[1].id], "poison")
-    await store.outbox.release([j.id for j in claimed], now)
+    assert await store.outbox.bury([claimed[1]], "poison") == 1
+    assert await store.outbox.release(claimed, now) == 1
     again = await store.outbox.claim(10, now)
     assert [(j.id, j.attempts) for j in again] == [(added[0].id, 0)]  # the dead one stays dead
+
+
+# -- give-backs act only for the claim's current holder ------------------------------------------
+async def a_job_claimed_again_after_its_lease(store: Store):
+    """One job, claimed by a first worker, claimed again by a second once the first's lease ran
+    out: the time of the second claim, the first worker's (stale) job and the second's."""
+    [added] = await due_jobs_of_new_episodes(store, 1)
+    now = datetime.now(UTC)
+    [stale] = await store.outbox.claim(10, now)
+    later = now + CLAIM_LEASE
+    [held] = await store.outbox.claim(10, later)
+    assert stale.id == held.id == added.id and stale.next_attempt_at != held.next_attempt_at
+    return later, stale, held
+
+
+async def test_a_worker_whose_lease_ran_out_releases_defers_and_buries_nothing(store: Store) -> None:
+    later, stale, held = await a_job_claimed_again_after_its_lease(store)
+    assert await store.outbox.release([stale], later) == 0
+    assert await store.outbox.defer([stale], "timed out", later) == 0
+    assert await store.outbox.bury([stale], "poison") == 0
+    assert await store.outbox.claim(10, later) == []  # still the second worker's
+    [job] = await store.outbox.due(10, later + CLAIM_LEASE)
+    assert (job.attempts, job.last_error, job.dead_at, job.next_attempt_at) == (0, None, None, held.next_attempt_at)
+    assert (await store.outbox.backlog()).dead == 0
+
+
+async def test_a_worker_whose_lease_ran_out_completes_nothing_and_announces_nothing(store: Store) -> None:
+    later, stale, held = await a_job_claimed_again_after_its_lease(store)
+    assert await store.uow.run(lambda tx: tx.outbox.complete([stale])) == []
+    assert await store.uow.run(lambda tx: writes.jobs_completed(tx, [stale])) == 0
+    assert [j.id for j in await store.outbox.due(10, FAR_FUTURE)] == [held.id]
+    assert "embedded" not in [e.op for e in await store.events.after(0, 100)]
+    assert await store.uow.run(lambda tx: writes.jobs_completed(tx, [held])) == 1
+    assert await store.outbox.due(10, FAR_FUTURE) == []
+    assert [(e.record_id, e.op) for e in await store.events.after(0, 100) if e.op == "embedded"] == [
+        (held.ref_id, "embedded")]
+
+
+async def test_the_current_holders_give_backs_still_act(store: Store) -> None:
+    later, stale, held = await a_job_claimed_again_after_its_lease(store)
+    await store.outbox.release([stale], later)
+    assert await store.outbox.release([held], later) == 1
+    [again] = await store.outbox.claim(10, later)  # due at once
+    retry_at = later + timedelta(seconds=5)
+    assert await store.outbox.defer([again], "timed out", retry_at) == 1
+    assert await store.outbox.defer([again], "timed out", retry_at) == 0  # handled: no longer held
+    [third] = await store.outbox.claim(10, retry_at)
+    assert third.attempts == 1
+    assert await store.outbox.bury([third], "poison") == 1
+    [dead] = await store.outbox.dead(10)
+    assert (dead.id, dead.attempts, dead.last_error) == (held.id, 2, "poison")
+
+
+async def test_a_give_back_of_several_jobs_acts_on_those_still_held_alone(store: Store) -> None:
+    added = await due_jobs_of_new_episodes(store, 2)
+    now = datetime.now(UTC)
+    mine = await store.outbox.claim(10, now)
+    later = now + CLAIM_LEASE
+    [taken] = await store.outbox.claim(1, later)  # the lease ran out; another worker took the first job
+    assert [j.id for j in mine] == [j.id for j in added] and taken.id == added[0].id
+    assert await store.outbox.defer(mine, "timed out", FAR_FUTURE) == 1
+    by_id = {j.id: j for j in await store.outbox.due(10, FAR_FUTURE)}
+    assert (by_id[taken.id].attempts, by_id[taken.id].next_attempt_at) == (0, taken.next_attempt_at)
+    assert by_id[added[1].id].attempts == 1
+
+
+async def test_a_give_back_of_thousands_of_jobs_acts_on_every_one(store: Store) -> None:
+    # Several statements' worth where an adapter splits a give-back (SQLite bounds its parameters).
+    await store.uow.run(lambda tx: tx.outbox.enqueue("episodes", "upsert", range(1, 12_002)))
+    now = datetime.now(UTC)
+    claimed = await store.outbox.claim(20_000, now)
+    assert len(claimed) == 12_001
+    assert await store.outbox.release(claimed, now) == 12_001
+    again = await store.outbox.claim(20_000, now)
+    assert await store.uow.run(lambda tx: tx.outbox.complete(again)) == [j.id for j in again]
+    assert (await store.outbox.backlog()).pending == 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -15,6 +16,7 @@ from domain.errors import VectorIndexError
 from domain.index_manager import IndexManager
 from domain.indexing import MAX_DELAY, IndexingService, backoff_delay
 from domain.models import EpisodeChanges, NewEntity, NewEpisode, NewSummary
+from domain.outbox import CLAIM_LEASE
 from domain.vectors import VectorFilter
 
 DIM = 8
@@ -252,3 +254,76 @@ async def test_an_index_failing_during_isolation_defers_without_dead_letters(wor
     assert backlog.dead + backlog.pending + result.done == 8
     assert all("POISON" in j.last_error or "index" in j.last_error for j in await store.outbox.dead(10))
     assert not [j for j in await store.outbox.dead(10) if "index" in j.last_error]
+
+
+# -- a worker that lost its lease ---------------------------------------------------------------
+class StalledEmbedder(FakeEmbedder):
+    """Answers only once let go: a worker stalled mid-job (a slow backend, a paused process)."""
+
+    def __init__(self) -> None:
+        super().__init__(DIM)
+        self.entered, self.let_go = asyncio.Event(), asyncio.Event()
+
+    async def embed(self, texts):
+        self.entered.set()
+        await self.let_go.wait()
+        return await super().embed(texts)
+
+
+async def _stalled_pass(service: IndexingService, embedder: StalledEmbedder) -> asyncio.Task:
+    running = asyncio.create_task(service.run_once(64))
+    await embedder.entered.wait()
+    return running
+
+
+async def _embedded_events(store) -> list[int]:
+    return [e.record_id for e in await store.events.after(0, 1000) if e.op == "embedded"]
+
+
+async def test_a_worker_that_lost_its_lease_leaves_the_new_holders_job_to_it(world):
+    store, index, _, clock, _, sid = world
+    [episode] = await store.uow.run(lambda tx: writes.add_episodes(tx, [NewEpisode(sid, "slow words", "reply")]))
+    first_embedder, second_embedder = StalledEmbedder(), StalledEmbedder()
+    first = IndexingService(store, index, first_embedder, clock=clock)
+    second = IndexingService(store, index, second_embedder, clock=clock)
+    first_pass = await _stalled_pass(first, first_embedder)
+    clock.advance(CLAIM_LEASE.total_seconds())  # the first worker's lease runs out
+    second_pass = await _stalled_pass(second, second_embedder)  # and the second claims the job
+
+    first_embedder.let_go.set()
+    result = await first_pass
+    assert (result.done, result.deferred, result.dead) == (0, 0, 0)
+    assert (await store.outbox.backlog()).pending == 1  # the job is still there, the second's
+    assert await _embedded_events(store) == []
+
+    second_embedder.let_go.set()
+    assert (await second_pass).done == 1
+    assert (await store.outbox.backlog()).pending == 0
+    assert await _embedded_events(store) == [episode.id]
+
+
+@pytest.mark.parametrize("failure", ["outage", "poison"])
+async def test_a_worker_that_lost_its_lease_neither_defers_nor_buries_the_new_holders_job(world, failure):
+    store, index, _, clock, _, sid = world
+    await store.uow.run(lambda tx: writes.add_episodes(tx, [NewEpisode(sid, "POISON words", "reply")]))
+    first_embedder, second_embedder = StalledEmbedder(), StalledEmbedder()
+    first = IndexingService(store, index, first_embedder, clock=clock, max_attempts=1)
+    second = IndexingService(store, index, second_embedder, clock=clock)
+    first_pass = await _stalled_pass(first, first_embedder)
+    clock.advance(CLAIM_LEASE.total_seconds())
+    second_pass = await _stalled_pass(second, second_embedder)
+
+    if failure == "outage":
+        first_embedder.go_down()
+    else:
+        first_embedder.refuse("POISON")  # the first attempt is the last one allowed: a dead letter
+    first_embedder.let_go.set()
+    result = await first_pass
+    assert (result.done, result.deferred, result.dead, first.dead_lettered) == (0, 0, 0, 0)
+    [job] = await store.outbox.due(10, clock.now + CLAIM_LEASE)
+    assert (job.attempts, job.last_error, job.dead_at) == (0, None, None)
+    assert await store.outbox.claim(10, clock.now) == []  # still held by the second worker
+
+    second_embedder.let_go.set()
+    assert (await second_pass).done == 1
+    assert (await store.outbox.backlog()).pending == 0
