@@ -33,7 +33,6 @@ def _held(jobs: Sequence[OutboxJob]) -> Iterator[tuple[str, list]]:
                [value for pair in chunk for value in pair])
 
 
-
 class SqliteOutbox(Reads):
     async def due(self, limit: int, now: datetime) -> list[OutboxJob]:
         return await self._all(
