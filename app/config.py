@@ -88,7 +88,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     # None: the size the embedder's model makes
     embedding_dim: Annotated[int, _doc("vector size", ge=1, le=65536)] | None = field(
         default=None, name="EMBEDDING_DIM")
-    embedding_timeout: Annotated[float, _doc("seconds per embedding HTTP call", ge=0.01)] = field(
+    embedding_timeout: Annotated[float, _doc(
+        "seconds per embedding HTTP call; also the longest a search waits for its query's vector", ge=0.01)] = field(
         default=30.0, name="EMBEDDING_TIMEOUT")
     memory_api_key: str | None = field(default=None, name="MEMORY_API_KEY")
     default_ranker: Annotated[str, _doc("ranker used when a request names none")] = field(

@@ -317,6 +317,7 @@ class Container(containers.DeclarativeContainer):
         SearchService, store, index_manager, embedder, rankers,
         providers.Callable(_setting("default_ranker"), settings), observe_leg=metrics.provided.observe_leg,
         fresh=fresh, reranker=reranker, rerank_depth=providers.Callable(_setting("rerank_depth"), settings),
+        query_timeout=providers.Callable(_setting("embedding_timeout"), settings),
     )
     context = providers.Singleton(ContextService, store, search)
     history = providers.Singleton(HistoryService, store)

@@ -43,6 +43,8 @@ class HashEmbedder:
     async def embed(self, texts):
         return [hash_vector(t, DIMENSION) for t in texts]
 
+    embed_query = embed
+
 
 async def load(workdir: Path, episodes: int, users: int, gen: TextGenerator):
     store = SqliteStore.open(str(workdir / "memory.db"), "normal")

@@ -113,6 +113,7 @@ class SearchService:
         self, store: Store, index: VectorIndex, embedder: Embedder, rankers: RankerLookup,
         default_ranker: str, observe_leg: Callable[[str, float], None] | None = None,
         fresh: ReadYourWrites | None = None, reranker: Reranker | None = None, rerank_depth: int = DEFAULT_DEPTH,
+        query_timeout: float | None = None,
     ) -> None:
         self._store = store
         self._index = index
@@ -127,6 +128,10 @@ class SearchService:
         # Embeds the searched scope's waiting records first and counts what still waits (``pending``);
         # None: neither (a store with no outbox to read, or a caller that does not want it).
         self.fresh = fresh
+        # The longest a search waits for its query's vector (None: as long as the embedder takes);
+        # past it the search answers from the keyword leg, degraded, instead of hanging with the
+        # model (a stalled in-process model has no HTTP timeout of its own).
+        self.query_timeout = query_timeout
         # Optional: reorders the ranker's first ``rerank_depth`` hits (``domain.reranking``).
         self.reranker = reranker
         self.rerank_depth = max(1, rerank_depth)
@@ -215,9 +220,12 @@ class SearchService:
         # The scope's waiting records are embedded while the query is, and searched after both.
         catching_up = asyncio.ensure_future(self._catch_up(q, sources))
         try:
-            vectors = await self._embedder.embed([q.query])
+            vectors = await asyncio.wait_for(self._embedder.embed_query([q.query]), self.query_timeout)
         except DomainError as exc:
             return [], None, [f"embedder unavailable, keyword results only: {exc.message}"], await catching_up
+        except TimeoutError:
+            return [], None, [f"embedder gave no vector within {self.query_timeout:g} s, keyword results only"], \
+                await catching_up
         pending = await catching_up
         query_vector = tuple(vectors[0])
         scored: list[tuple[float, Key]] = []

@@ -63,6 +63,16 @@ class Embedder(Protocol):
         """
         ...
 
+    async def embed_query(self, texts: Sequence[str]) -> list[list[float]]:
+        """Embed a search's text: what a caller is waiting for right now.
+
+        Contract: the same vectors as ``embed`` for the same texts, and the same errors. A backend
+        shared with the embedding worker (an in-process model) serves it before any document batch
+        still waiting, so a backlog of new memories does not slow a search down; an HTTP backend,
+        with no queue of its own, embeds it like any other batch.
+        """
+        ...
+
     async def probe(self) -> EmbedderStatus:
         """Check the backend with one real embedding; never raises.
 

@@ -93,7 +93,7 @@ def _down(embedder: _Embeds, reason: str) -> EmbedderStatus:
 class EmbedderFacts:
     """What every embedder shares: the read-only facts of the ``Embedder`` port (from the
     ``_model``, ``_dimension`` and ``_max_batch`` an adapter sets in its constructor), the
-    default probe and a no-op close."""
+    default query embedding, probe and a no-op close."""
 
     _model: str
     _dimension: int
@@ -114,6 +114,11 @@ class EmbedderFacts:
     def start(self) -> None:
         """Nothing to prepare: remote backends are ready or not, which ``probe`` tells."""
         return None
+
+    async def embed_query(self, texts: Sequence[str]) -> list[list[float]]:
+        """A search's text is one more ``embed`` call: a remote backend has no queue of ours to
+        put it first in (in-process models override this)."""
+        return await self.embed(texts)  # type: ignore[attr-defined]
 
     async def probe(self) -> EmbedderStatus:
         """One real embedding of a short text (adapters with a cheaper check override this)."""

@@ -148,6 +148,17 @@ async def test_the_same_text_always_gives_the_same_vector(embedder: Embedder) ->
     assert first[0] == pytest.approx(second[0], abs=1e-5)
 
 
+async def test_a_query_gets_the_vector_the_same_text_gets_as_a_document(embedder: Embedder) -> None:
+    texts = ["where did the meeting move to?", "tuesday"]
+    as_documents = await embedder.embed(texts)
+    as_queries = await embedder.embed_query(texts)
+
+    assert len(as_queries) == len(texts)
+    for query, document in zip(as_queries, as_documents, strict=True):
+        assert query == pytest.approx(document, abs=1e-5)
+    assert await embedder.embed_query([]) == []
+
+
 async def test_different_texts_get_different_vectors(embedder: Embedder) -> None:
     one, other = await embedder.embed(["coffee order preferences", "kubernetes cluster upgrade"])
 

@@ -161,3 +161,70 @@ def test_a_steady_stream_of_queries_lets_a_waiting_document_through_after_a_few_
     # it began to wait may read it waiting).
     passed = order[:order.index("document")].count("query after the document waits")
     assert passed <= QUERY_STREAK + 1
+
+
+
+# -- a search over the real model --------------------------------------------------------------
+
+class KeywordFirst:
+    """A ranker that keeps the candidates in key order: these tests are about the query vector."""
+
+    name = "plain"
+    description = "candidates in key order"
+    needs_vectors = False
+    context_window = 0
+
+    def rank(self, request):
+        from domain.ranking import RankedHit
+
+        return [RankedHit(key, 1.0) for key in sorted(request.candidates)][: request.limit]
+
+    def get(self, name: str):
+        return self
+
+
+async def _search_service(model: LocalEmbedder, query_timeout: float | None):
+    from adapters.memory.store import MemoryStore
+    from adapters.memory.vector_index import InMemoryVectorIndex
+    from domain import writes
+    from domain.models import NewEpisode
+    from domain.retrieval import SearchService
+
+    store, index = MemoryStore(), InMemoryVectorIndex()
+    session = await store.uow.run(lambda tx: writes.create_session(tx, "harbour", {}))
+    await store.uow.run(lambda tx: writes.add_episodes(tx, [
+        NewEpisode(session.id, "the boats came back to the harbour at dusk", "ok"),
+    ]))
+    await index.ensure_collection("episodes", model.dimension)
+    ranker = KeywordFirst()
+    return SearchService(store, index, model, ranker, ranker.name, query_timeout=query_timeout)
+
+
+async def test_a_search_embeds_its_query_in_the_query_lane(model: LocalEmbedder) -> None:
+    from domain.retrieval import SearchQuery
+
+    lane = model.lane = RecordingLane()
+    lane.holding.set()  # no document turn to hold in this test
+    service = await _search_service(model, query_timeout=60.0)
+    result = await service.search(SearchQuery("boats in the harbour", min_score=0.0))
+    assert lane.order == ["query"] and not result.degraded
+
+
+async def test_a_search_whose_query_vector_does_not_come_answers_from_keywords_degraded(
+        model: LocalEmbedder) -> None:
+    from domain.retrieval import SearchQuery
+
+    # A document pass holds the model and does not end (a stalled model): the query's turn never
+    # comes. The search must answer anyway, from the keyword leg, and say why.
+    lane = model.lane = RecordingLane()
+    documents = asyncio.create_task(model.embed(["a pass that stalls"]))
+    await _until(lane.holding.is_set, "the document pass to take the model")
+    service = await _search_service(model, query_timeout=0.3)
+    try:
+        result = await service.search(SearchQuery("boats in the harbour", min_score=0.0))
+    finally:
+        lane.release.set()
+        await documents
+    assert result.degraded
+    assert [hit.item.user_message for hit in result.hits] == ["the boats came back to the harbour at dusk"]
+    assert any("no vector within 0.3 s" in warning for warning in result.warnings), result.warnings
