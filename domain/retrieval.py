@@ -35,8 +35,13 @@ from ports.ranker import Ranker
 from ports.reranker import Reranker
 from ports.vector_index import VectorIndex
 
-MIN_DEPTH = 50
+LEG_DEPTH = 3  # each leg fetches this many times the limit
 FLOOR_DEPTH = 2  # the ranker is asked for this many times the limit, for hits below the floor to leave room
+# Up to this limit the first k hits do not depend on the limit asked for: the legs fetch and the
+# ranker ranks as deep as for STABLE_LIMIT hits. Fused scores are z-scored over the candidates,
+# so a shallower search (a smaller limit) would score them on another spread and could order its
+# top k otherwise than a deeper one: asking for 10 would not give the first 10 of asking for 20.
+STABLE_LIMIT = 20
 # Context is loaded around the candidates either leg ranks this high: a hit deeper in both legs is
 # too weak to lift its neighbours into an answer, and loading around all of them doubled the cost.
 CONTEXT_DEPTH = 20
@@ -154,7 +159,8 @@ class SearchService:
                 raise NotFound(f"session {q.session_id} does not exist", field="sessionId")
             check_session_owner(session, q.owner)
         ranker = self._rankers.get(q.ranker or self._default)
-        depth = max(MIN_DEPTH, q.limit * 3)
+        deep_as = max(q.limit, STABLE_LIMIT)
+        depth = deep_as * LEG_DEPTH
         inside, outside = index_part(q.metadata)
         (vector_hits, query_vector, warnings, pending), keyword_hits = await asyncio.gather(
             self._timed("vector", self._vector_leg(q, sources, depth * (OVERFETCH if outside else 1), inside)),
@@ -173,7 +179,7 @@ class SearchService:
             candidates = await self._with_vectors(candidates)
         # Ranked deeper than the limit: a hit below the relevance floor leaves its place to the next
         # one above it, and a hit a reranker lifts can come from below the cut.
-        depth = q.limit * FLOOR_DEPTH
+        depth = deep_as * FLOOR_DEPTH
         depth = depth if self.reranker is None else max(depth, self.rerank_depth)
         request = RankingRequest(
             query=q.query, query_vector=query_vector, vector_hits=vector_hits, keyword_hits=keyword_hits,
