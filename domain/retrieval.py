@@ -35,8 +35,9 @@ from ports.ranker import Ranker
 from ports.reranker import Reranker
 from ports.vector_index import VectorIndex
 
-LEG_DEPTH = 3  # each leg fetches this many times the limit
-FLOOR_DEPTH = 2  # the ranker is asked for this many times the limit, for hits below the floor to leave room
+LEG_DEPTH = 3  # each leg fetches this many times max(limit, STABLE_LIMIT)
+# The ranker is asked for this many times max(limit, STABLE_LIMIT), for hits below the floor to leave room.
+FLOOR_DEPTH = 2
 # Up to this limit the first k hits do not depend on the limit asked for: the legs fetch and the
 # ranker ranks as deep as for STABLE_LIMIT hits. Fused scores are z-scored over the candidates,
 # so a shallower search (a smaller limit) would score them on another spread and could order its
@@ -180,7 +181,10 @@ class SearchService:
         # Ranked deeper than the limit: a hit below the relevance floor leaves its place to the next
         # one above it, and a hit a reranker lifts can come from below the cut.
         depth = deep_as * FLOOR_DEPTH
-        depth = depth if self.reranker is None else max(depth, self.rerank_depth)
+        # A reranker reorders its first RERANK_DEPTH hits (at least as many as asked for, and as
+        # many for any limit up to STABLE_LIMIT); the rest follow in the ranker's order.
+        rerank = 0 if self.reranker is None else max(self.rerank_depth, deep_as)
+        depth = max(depth, rerank)
         request = RankingRequest(
             query=q.query, query_vector=query_vector, vector_hits=vector_hits, keyword_hits=keyword_hits,
             candidates=candidates, limit=depth, now=datetime.now(UTC), neighbours=neighbours,
@@ -190,8 +194,10 @@ class SearchService:
         ranked = [hit for hit in ranker.rank(request) if hit.key in candidates][:depth]
         degraded = bool(warnings)  # the vector leg's trouble; a reranker's is a warning only
         if self.reranker is not None:
-            ranked, trouble = await reranked(
-                self.reranker, q.query, ranked, {h.key: getattr(candidates[h.key].item, "text", "") for h in ranked})
+            head, tail = ranked[:rerank], ranked[rerank:]
+            head, trouble = await reranked(
+                self.reranker, q.query, head, {h.key: getattr(candidates[h.key].item, "text", "") for h in head})
+            ranked = head + tail
             warnings = warnings + [trouble] if trouble else warnings
         # The anchors' relevance too: a neighbour a ranker lifted inherits a share of it.
         judged = {hit.key for hit in ranked} | neighbours.keys()
@@ -226,12 +232,14 @@ class SearchService:
         # The scope's waiting records are embedded while the query is, and searched after both.
         catching_up = asyncio.ensure_future(self._catch_up(q, sources))
         try:
-            vectors = await asyncio.wait_for(self._embedder.embed_query([q.query]), self.query_timeout)
+            async with asyncio.timeout(self.query_timeout) as deadline:
+                vectors = await self._embedder.embed_query([q.query])
         except DomainError as exc:
             return [], None, [f"embedder unavailable, keyword results only: {exc.message}"], await catching_up
-        except TimeoutError:
-            return [], None, [f"embedder gave no vector within {self.query_timeout:g} s, keyword results only"], \
-                await catching_up
+        except TimeoutError as exc:
+            why = (f"embedder gave no vector within {self.query_timeout:g} s" if deadline.expired()
+                   else f"embedder unavailable: {exc or 'timed out'}")  # its own, which the port should wrap
+            return [], None, [f"{why}, keyword results only"], await catching_up
         pending = await catching_up
         query_vector = tuple(vectors[0])
         scored: list[tuple[float, Key]] = []

@@ -96,3 +96,14 @@ async def test_a_neighbour_outside_the_time_range_stays_out() -> None:
     assert [hit.item.id for hit in result.hits] == [ids[1], ids[2]]
     assert ranker.seen is not None
     assert ranker.seen.neighbours[("episodes", ids[1])] == Context(before=(), after=(("episodes", ids[2]),))
+
+
+async def test_an_embedder_timing_out_on_its_own_degrades_the_search_to_keywords() -> None:
+    # The port says an embedder wraps its failures in EmbeddingError; one that lets a bare
+    # TimeoutError out (a socket's) still costs the search only its vector leg.
+    ranker = AllCandidates("plain", 0)
+    service, ids, session = await _service(ranker)
+    service._embedder.go_down(TimeoutError("the socket timed out"))
+    result = await service.search(SearchQuery("puppy", session_id=session, min_score=0.0))
+    assert result.degraded and [hit.item.id for hit in result.hits] == [ids[0]]
+    assert any("the socket timed out" in warning for warning in result.warnings), result.warnings

@@ -62,3 +62,31 @@ async def test_the_first_k_hits_do_not_depend_on_the_limit(
     assert full, "the query finds something"
     for k in (1, 3, 5, 10, 15):
         assert ids(await service.search(SearchQuery(query, limit=k, ranker=ranker, min_score=min_score))) == full[:k]
+
+
+class CountingReranker:
+    """Scores a text by its length (any order will do) and keeps how many texts each call had."""
+
+    name = "counting"
+
+    def __init__(self) -> None:
+        self.sizes: list[int] = []
+
+    async def rerank(self, query: str, texts) -> list[float]:
+        self.sizes.append(len(texts))
+        return [float(len(text)) for text in texts]
+
+
+async def test_a_reranker_reorders_rerank_depth_hits_for_any_limit_up_to_the_stable_one(
+        service: SearchService) -> None:
+    reranker = service.reranker = CountingReranker()
+    full = await service.search(SearchQuery("harbour boat", limit=STABLE_LIMIT, min_score=0.0))
+    for k in (5, 10):
+        found = await service.search(SearchQuery("harbour boat", limit=k, min_score=0.0))
+        assert [hit.item.id for hit in found.hits] == [hit.item.id for hit in full.hits][:k]
+    service.rerank_depth = 30
+    await service.search(SearchQuery("harbour boat", limit=10, min_score=0.0))
+    await service.search(SearchQuery("harbour boat", limit=25, min_score=0.0))
+    await service.search(SearchQuery("harbour boat", limit=40, min_score=0.0))
+    # RERANK_DEPTH (20 by default), never fewer than the limit: as many texts whatever limit up to 20.
+    assert reranker.sizes == [STABLE_LIMIT, STABLE_LIMIT, STABLE_LIMIT, 30, 30, 40]
