@@ -183,7 +183,8 @@ def test_health_answers_starting_at_once_while_the_model_loads(make_settings):
         session = client.post("/sessions", json={"externalId": "pets"}).json()["id"]
         client.post("/episodes", json={"sessionId": session, "userMessage": "I adopted a grey kitten named Pixel",
                                        "aiResponse": "Congratulations!"})
-        # A search while the model was loading would wait for it; now it is loaded, it is semantic.
+        # A search while the model was loading would wait for it (at most EMBEDDING_TIMEOUT); now it
+        # is loaded, it is semantic.
         found = client.post("/search", json={"query": "my new pet cat", "sessionId": session}).json()
     assert starting["status"] == "starting"
     embedder = starting["components"]["embedder"]
