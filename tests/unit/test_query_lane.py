@@ -15,6 +15,12 @@ import pytest
 
 from adapters.embedders.lane import EncodeLane
 from adapters.embedders.local import LocalEmbedder
+from adapters.memory.store import MemoryStore
+from adapters.memory.vector_index import InMemoryVectorIndex
+from domain import writes
+from domain.models import NewEpisode
+from domain.ranking import RankedHit
+from domain.retrieval import SearchQuery, SearchService
 
 
 class RecordingLane(EncodeLane):
@@ -163,20 +169,18 @@ def test_a_steady_stream_of_queries_lets_a_waiting_document_through_after_a_few_
     assert passed <= QUERY_STREAK + 1
 
 
-
 # -- a search over the real model --------------------------------------------------------------
 
-class KeywordFirst:
+
+class InKeyOrder:
     """A ranker that keeps the candidates in key order: these tests are about the query vector."""
 
-    name = "plain"
+    name = "in-key-order"
     description = "candidates in key order"
     needs_vectors = False
     context_window = 0
 
     def rank(self, request):
-        from domain.ranking import RankedHit
-
         return [RankedHit(key, 1.0) for key in sorted(request.candidates)][: request.limit]
 
     def get(self, name: str):
@@ -184,27 +188,18 @@ class KeywordFirst:
 
 
 async def _search_service(model: LocalEmbedder, query_timeout: float | None):
-    from adapters.memory.store import MemoryStore
-    from adapters.memory.vector_index import InMemoryVectorIndex
-    from domain import writes
-    from domain.models import NewEpisode
-    from domain.retrieval import SearchService
-
     store, index = MemoryStore(), InMemoryVectorIndex()
     session = await store.uow.run(lambda tx: writes.create_session(tx, "harbour", {}))
     await store.uow.run(lambda tx: writes.add_episodes(tx, [
         NewEpisode(session.id, "the boats came back to the harbour at dusk", "ok"),
     ]))
     await index.ensure_collection("episodes", model.dimension)
-    ranker = KeywordFirst()
+    ranker = InKeyOrder()
     return SearchService(store, index, model, ranker, ranker.name, query_timeout=query_timeout)
 
 
 async def test_a_search_embeds_its_query_in_the_query_lane(model: LocalEmbedder) -> None:
-    from domain.retrieval import SearchQuery
-
     lane = model.lane = RecordingLane()
-    lane.holding.set()  # no document turn to hold in this test
     service = await _search_service(model, query_timeout=60.0)
     result = await service.search(SearchQuery("boats in the harbour", min_score=0.0))
     assert lane.order == ["query"] and not result.degraded
@@ -212,8 +207,6 @@ async def test_a_search_embeds_its_query_in_the_query_lane(model: LocalEmbedder)
 
 async def test_a_search_whose_query_vector_does_not_come_answers_from_keywords_degraded(
         model: LocalEmbedder) -> None:
-    from domain.retrieval import SearchQuery
-
     # A document pass holds the model and does not end (a stalled model): the query's turn never
     # comes. The search must answer anyway, from the keyword leg, and say why.
     lane = model.lane = RecordingLane()
