@@ -122,6 +122,8 @@ def run(args: argparse.Namespace) -> dict:
             deadline = time.monotonic() + 600  # and the build child has exited
             while len(tree(server.pid)) > 1 and time.monotonic() < deadline:
                 time.sleep(0.5)
+            if len(tree(server.pid)) > 1:
+                raise SystemExit("the index build child still runs after 600 s: no idle reading to take")
             timed_searches(client, 20)  # warm: every worker process has answered some
             idle = timed_searches(client, args.searches)
             result = {"workers": args.workers, "pythonpath": os.environ.get("PYTHONPATH", ""),
