@@ -1,5 +1,5 @@
 """A search's first k hits are the same whatever limit up to ``STABLE_LIMIT`` was asked for:
-asking for 5 gives the first 5 of asking for 20 (over the in-memory adapters, the built-in rankers
+asking for 5 gives the first 5 of asking for 20 (over the in-memory adapters, every built-in ranker
 and stores larger than a leg's depth, so the legs cut candidates off)."""
 
 from __future__ import annotations
@@ -11,8 +11,7 @@ import pytest
 from adapters.memory.fake_embedder import FakeEmbedder
 from adapters.memory.store import MemoryStore
 from adapters.memory.vector_index import InMemoryVectorIndex
-from adapters.rankers.conversation import ConversationRanker
-from adapters.rankers.builtin import MmrRanker, RecencyRanker, RrfRanker, WeightedRanker
+from app.plugins import RankerRegistry, get_plugin_manager
 from domain import writes
 from domain.indexing import IndexingService
 from domain.models import NewEpisode
@@ -23,14 +22,7 @@ WORDS = ("harbour boat kitten budget launch lisbon cello ramen deploy friday mee
          "mountain coffee invoice spark rocket piano when may yesterday").split()
 
 
-class Rankers:
-    def __init__(self) -> None:
-        config = RankerConfig()
-        self._rankers = {r.name: r for r in (ConversationRanker(config), RrfRanker(config), WeightedRanker(config),
-                                               RecencyRanker(config), MmrRanker(config))}
-
-    def get(self, name: str):
-        return self._rankers[name]
+RANKERS = RankerRegistry(get_plugin_manager(load_entrypoints=False), RankerConfig())  # the built-in ones
 
 
 @pytest.fixture
@@ -47,10 +39,10 @@ async def service() -> SearchService:
     indexing = IndexingService(store, index, embedder)
     while (await indexing.run_once(batch=256)).done:
         pass
-    return SearchService(store, index, embedder, Rankers(), "conversation")
+    return SearchService(store, index, embedder, RANKERS, "conversation")
 
 
-@pytest.mark.parametrize("ranker", ["conversation", "rrf", "weighted", "recency", "mmr"])
+@pytest.mark.parametrize("ranker", RANKERS.names())
 @pytest.mark.parametrize("query", ["harbour boat", "when did the rocket launch", "coffee", "piano friday may"])
 @pytest.mark.parametrize("min_score", [None, 0.0])
 async def test_the_first_k_hits_do_not_depend_on_the_limit(
