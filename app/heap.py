@@ -27,30 +27,62 @@ in the background after start-up) has loaded — a second freeze takes only what
 - the youngest generation is collected every ``YOUNG_THRESHOLD`` net allocations instead of 700:
   a request allocates a few hundred tracked objects, so at 700 nearly every request paid for a
   young collection and every tenth for a middle one.
+
+``return_freed_memory`` runs every ``TRIM_SECONDS`` in a serving process. glibc gives memory back to
+the system only from the top of its heap: what a burst freed below a block still in use (an
+embedding pass's token arrays and activations, an index build's batches) stays resident. After
+20,000 episodes were embedded, ``malloc_trim(0)`` gave back 36 MB of 224 MB anonymous memory.
+It runs on a thread (ctypes lets go of the GIL for the call), so requests go on meanwhile.
 """
 
 from __future__ import annotations
 
+import asyncio
 import ctypes
 import gc
 import os
 import platform
 
 YOUNG_THRESHOLD = 10_000
+TRIM_SECONDS = 30.0
 _M_ARENA_MAX = -8  # mallopt's parameter number, from glibc's malloc.h
+
+
+def _glibc() -> ctypes.CDLL | None:
+    if platform.libc_ver()[0] != "glibc":
+        return None
+    try:
+        return ctypes.CDLL(None)
+    except OSError:  # no symbol table to search
+        return None
 
 
 def limit_malloc_arenas(arenas: int) -> bool:
     """Cap glibc's malloc arenas at ``arenas`` for the threads made from now on; True when set.
     Nothing on another C library, nothing for 0 (glibc's own default, 8 per core), and nothing
     when the environment sets glibc's own ``MALLOC_ARENA_MAX``: an operator's explicit choice wins."""
-    if arenas <= 0 or "MALLOC_ARENA_MAX" in os.environ or platform.libc_ver()[0] != "glibc":
+    if arenas <= 0 or "MALLOC_ARENA_MAX" in os.environ or (libc := _glibc()) is None:
         return False
     try:
-        libc = ctypes.CDLL(None)
         return libc.mallopt(_M_ARENA_MAX, arenas) == 1
-    except (OSError, AttributeError):  # no symbol table to search, or a libc without mallopt
+    except AttributeError:  # a libc without mallopt
         return False
+
+
+def trim() -> bool:
+    """Give the memory glibc holds freed back to the system (``malloc_trim``); True when some was."""
+    libc = _glibc()
+    try:
+        return libc is not None and libc.malloc_trim(0) == 1
+    except AttributeError:
+        return False
+
+
+async def return_freed_memory() -> None:
+    """``trim`` every ``TRIM_SECONDS``, on a thread, until cancelled (see the module)."""
+    while True:
+        await asyncio.sleep(TRIM_SECONDS)
+        await asyncio.to_thread(trim)
 
 
 def freeze_start_up() -> None:

@@ -96,7 +96,8 @@ def create_app(settings: Settings, container: Container | None = None, *, servin
     serve one store (``app.serving``), each runs its own; the store's maintenance lock lets one at a
     time verify, repair and rebuild the index. ``serving``: the app is this process's one app for
     its lifetime (``serve``), so once started its heap is frozen for the garbage collector
-    (``app.heap``); tests leave it alone."""
+    and what it frees is given back to the system every ``TRIM_SECONDS`` (``app.heap``); tests
+    leave it alone."""
     container = container or build_container(settings)
     check_configuration(container)
     worker, service_metrics, monitor = container.worker(), container.metrics(), container.health()
@@ -110,7 +111,7 @@ def create_app(settings: Settings, container: Container | None = None, *, servin
     @asynccontextmanager
     async def lifespan(app: Litestar):
         # What the container is handed here it closes at shutdown, most dependent first.
-        embedder_report = None
+        embedder_report = trimming = None
         try:
             await container.store_resource()
             await container.authenticator().open_service()  # whether any key closes the service, known from the start
@@ -133,11 +134,13 @@ def create_app(settings: Settings, container: Container | None = None, *, servin
             async with mcp.running():
                 if serving:
                     heap.freeze_start_up()
+                    trimming = asyncio.create_task(heap.return_freed_memory(), name="return freed memory")
                 yield
         finally:
             event_feed.close()  # long-polls still waiting answer now
-            if embedder_report is not None:
-                embedder_report.cancel()
+            for task in (embedder_report, trimming):
+                if task is not None:
+                    task.cancel()
             await shutdown(container)
 
     event_feed = container.events()

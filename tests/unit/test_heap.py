@@ -147,3 +147,55 @@ def test_an_operators_malloc_arena_max_wins_over_the_setting(monkeypatch):
 
     monkeypatch.setenv("MALLOC_ARENA_MAX", "4")  # glibc read it at start; the setting leaves it be
     assert limit_malloc_arenas(2) is False
+
+
+def test_trimming_gives_back_to_the_system_what_a_burst_freed_below_memory_still_in_use():
+    # 60 MB of heap blocks freed under one kept at the top: glibc keeps them resident until trimmed.
+    seen = _run("""
+        import ctypes, json
+        from app import heap
+        libc = ctypes.CDLL(None)
+        libc.malloc.restype = ctypes.c_void_p
+        libc.free.argtypes = [ctypes.c_void_p]
+        libc.memset.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_size_t]
+
+        def anon_mb():
+            line = next(l for l in open("/proc/self/status") if l.startswith("RssAnon:"))
+            return int(line.split()[1]) / 1024
+
+        blocks = [libc.malloc(64 * 1024) for _ in range(960)]  # below glibc's mmap threshold: heap
+        for block in blocks:
+            libc.memset(block, 1, 64 * 1024)
+        kept = libc.malloc(64 * 1024)
+        libc.memset(kept, 1, 64 * 1024)
+        for block in blocks:
+            libc.free(block)
+        before = anon_mb()
+        trimmed = heap.trim()
+        print(json.dumps({"trimmed": trimmed, "given_back_mb": before - anon_mb()}))
+    """)
+    assert seen["trimmed"] is True
+    assert seen["given_back_mb"] > 40
+
+
+def test_the_serving_app_gives_freed_memory_back_while_it_runs(tmp_path):
+    seen = _run(f"""
+        import asyncio, json
+        from litestar.testing import TestClient
+        from app import heap
+        from app.config import Settings
+        from app.main import create_app
+        trims = []
+        heap.TRIM_SECONDS = 0.05
+        heap.trim = lambda: trims.append(1) or True
+        settings = Settings(sqlite_path={str(tmp_path / "memory.db")!r}, vector_index="memory", embedder="fake",
+                            embedding_dim=16, port=0)
+        import time
+        with TestClient(create_app(settings, serving=True)) as client:
+            client.get("/health/live")
+            deadline = time.monotonic() + 30
+            while len(trims) < 2 and time.monotonic() < deadline:
+                time.sleep(0.05)
+        print(json.dumps({{"trims": len(trims)}}))
+    """)
+    assert seen["trims"] >= 2
