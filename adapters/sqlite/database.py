@@ -97,14 +97,15 @@ class SqliteDatabase:
             for reader in self._readers:
                 reader.start()
 
-    def _connect(self, *, writer: bool, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> sqlite3.Connection:
+    def _connect(self, *, writer: bool, busy_timeout_ms: int = BUSY_TIMEOUT_MS, mapped: bool = False
+                 ) -> sqlite3.Connection:
         if self._memory:
             conn = sqlite3.connect(self._uri, uri=True, isolation_level=None, check_same_thread=False)
         else:
             conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         conn.row_factory = sqlite3.Row
         if _configure(conn, writer=writer, synchronous=self.synchronous, busy_timeout_ms=busy_timeout_ms,
-                      sync_after_commit=writer):
+                      sync_after_commit=writer, mapped=mapped):
             self._wal_sync = WalSync(main_file(conn))  # commits made durable after COMMIT (connection.py)
         if not writer:
             conn.execute("PRAGMA query_only = ON")
@@ -307,7 +308,7 @@ class SqliteDatabase:
         if self._closed:
             raise Unavailable("the database is closed")
         try:
-            return fn(self._connection(busy_timeout_ms=0))
+            return fn(self._connection(busy_timeout_ms=0, mapped=True))
         except sqlite3.OperationalError as exc:
             if "locked" not in str(exc).lower() and "busy" not in str(exc).lower():
                 raise translate_error(exc) from exc
@@ -329,7 +330,7 @@ class SqliteDatabase:
         if not self._overflows.inline(site):
             return await self.read(fn)
         try:
-            conn = self._connection(busy_timeout_ms=0)
+            conn = self._connection(busy_timeout_ms=0, mapped=True)
         except sqlite3.Error as exc:
             raise translate_error(exc) from exc
         ticks, limit, busy = 0, max(1, steps // _STEP_TICK), False
@@ -366,11 +367,12 @@ class SqliteDatabase:
                 result, error = None, exc
             self._answer(future, loop, result, error)
 
-    def _connection(self, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> sqlite3.Connection:
-        """This thread's reader connection (opened on first use, closed by ``close``)."""
+    def _connection(self, busy_timeout_ms: int = BUSY_TIMEOUT_MS, mapped: bool = False) -> sqlite3.Connection:
+        """This thread's reader connection (opened on first use, closed by ``close``); the event
+        loop's is ``mapped`` (``connection.CACHE_KIB``)."""
         conn = getattr(self._local, "conn", None)
         if conn is None:
-            conn = self._connect(writer=False, busy_timeout_ms=busy_timeout_ms)
+            conn = self._connect(writer=False, busy_timeout_ms=busy_timeout_ms, mapped=mapped)
             self._local.conn = conn
             with self._reader_lock:
                 self._reader_conns.append(conn)

@@ -203,3 +203,20 @@ async def test_a_busy_short_read_waits_on_the_pool_without_its_step_budget_left_
     assert await pending == 1
     assert counts == [2000] * 50
     assert calls[0] == threading.get_ident() and calls[1] != calls[0]  # tried on the loop, then on a reader
+
+
+def _pragmas(conn: sqlite3.Connection) -> tuple[int, int]:
+    return conn.execute("PRAGMA mmap_size").fetchone()[0], conn.execute("PRAGMA cache_size").fetchone()[0]
+
+
+async def test_only_the_event_loops_connection_maps_the_file_and_every_cache_is_bounded(db: SqliteDatabase) -> None:
+    # Each mapping's pages count in the process's RSS: the readers' long reads and the writer's
+    # changes go through bounded page caches, the loop's point and short reads through the map.
+    from adapters.sqlite.connection import CACHE_KIB, MMAP_BYTES
+
+    loop = await db.read_short(_pragmas)
+    pooled = await db.read(_pragmas)
+    writer = await db.write(_pragmas)
+    assert loop == (MMAP_BYTES, -CACHE_KIB)
+    assert pooled == (0, -CACHE_KIB)
+    assert writer == (0, -CACHE_KIB)
