@@ -30,7 +30,8 @@ import qdrant_edge as qe
 
 from adapters.qdrant.edge_build import create_shard, edge_config
 from adapters.qdrant.edge_schedule import BuildSchedule
-from adapters.qdrant.edge_shard import CONFIG_FILE, edge_filter, free_bytes, open_shard, persisted_size
+from adapters.qdrant.edge_shard import (
+    CONFIG_FILE, edge_filter, free_bytes, open_shard, persisted_half, persisted_size)
 from adapters.qdrant.edge_supervisor import BuildSupervisor
 from domain.errors import DimensionMismatch, VectorIndexError
 from domain.vectors import PointBatch, VectorFilter, VectorHit, VectorPoint
@@ -246,6 +247,7 @@ class QdrantEdgeIndex:
             existing = persisted_size(shard_path)
             if existing is not None and existing != dimension:
                 raise DimensionMismatch(name, existing, dimension)
+            config = edge_config(dimension, self._hnsw_m, self._hnsw_ef_construct, half=persisted_half(shard_path))
             shard = open_shard(lambda: qe.EdgeShard.load(str(shard_path), config), shard_path)
         else:
             self._check_disk(f"create {name!r}")
@@ -268,7 +270,8 @@ class QdrantEdgeIndex:
         # A shard made by an earlier run is usable without ensure_collection (e.g. by the CLI); given
         # the current config, it opens with this version's search pool whatever it was made with.
         dimension = persisted_size(shard_path)
-        config = None if dimension is None else edge_config(dimension, self._hnsw_m, self._hnsw_ef_construct)
+        config = None if dimension is None else edge_config(dimension, self._hnsw_m, self._hnsw_ef_construct,
+                                                            half=persisted_half(shard_path))
         shard = open_shard(lambda: qe.EdgeShard.load(str(shard_path), config), shard_path)
         self._adopt(name, shard)
         return shard

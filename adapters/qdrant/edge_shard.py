@@ -94,9 +94,21 @@ def open_shard(opener: Callable[[], qe.EdgeShard], shard_path: Path, retry: bool
         ) from error
 
 
-def persisted_size(shard_path: Path) -> int | None:
+def _persisted_vectors(shard_path: Path) -> dict | None:
     try:
-        config = json.loads((shard_path / CONFIG_FILE).read_text())
-        return int(config["vectors"][""]["size"])
+        vectors = json.loads((shard_path / CONFIG_FILE).read_text())["vectors"][""]
+        return vectors if isinstance(vectors, dict) else None
     except (OSError, ValueError, KeyError, TypeError):
         return None
+
+
+def persisted_size(shard_path: Path) -> int | None:
+    try:
+        return int((_persisted_vectors(shard_path) or {})["size"])
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def persisted_half(shard_path: Path) -> bool:
+    """Whether the shard at ``shard_path`` stores its vectors in float16 (``edge_build.edge_config``)."""
+    return str((_persisted_vectors(shard_path) or {}).get("datatype", "")).lower() == "float16"

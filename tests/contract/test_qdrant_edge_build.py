@@ -261,3 +261,33 @@ async def test_a_shard_made_with_the_engines_default_search_pool_opens_with_the_
     finally:
         await index.close()
     assert json.loads((path / "edge_config.json").read_text())["max_search_threads"] == SEARCH_THREADS
+
+
+def _datatype(path: Path) -> str | None:
+    return json.loads((path / "edge_config.json").read_text())["vectors"][""].get("datatype")
+
+
+async def test_new_shards_keep_vectors_in_float16_and_a_float32_shard_made_before_still_opens(tmp_path):
+    # The store keeps vectors in float16 (domain.vectors.encode_vector): float32 in the index
+    # would hold no more, in twice the memory. The engine opens a shard only with its own datatype.
+    old = tmp_path / "vectors" / "entities"
+    old.parent.mkdir()
+    made = qe.EdgeShard.create(str(old), qe.EdgeConfig(vectors=qe.EdgeVectorParams(size=DIM, distance=qe.Distance.Cosine)))
+    made.update(qe.UpdateOperation.upsert_points([qe.Point(p.id, p.vector, p.payload) for p in points(5)]))
+    made.close()
+    index = QdrantEdgeIndex(tmp_path / "vectors")
+    data = points(40)
+    try:
+        await index.ensure_collection("entities", DIM)
+        await index.upsert("entities", points(6, seed=9)[5:])
+        assert await index.count("entities") == 6
+        await index.ensure_collection("episodes", DIM)
+        await index.upsert("episodes", data[:20])
+        await index.build_collection("summaries", DIM, stream(data))
+        hits = await index.search("summaries", data[3].vector, 1)
+        assert hits[0].id == data[3].id and hits[0].score == pytest.approx(1.0, abs=1e-3)
+    finally:
+        await index.close()
+    assert _datatype(old) is None  # float32, as made
+    assert _datatype(tmp_path / "vectors" / "episodes") == "float16"
+    assert _datatype(tmp_path / "vectors" / "summaries") == "float16"
