@@ -4,7 +4,9 @@ Starts ``memory-service serve`` (EMBEDDER=local, all-MiniLM-L6-v2 in numpy) on a
 (``WORKERS``: 1, the embedded default's only value), writes ``--episodes`` episodes, waits until they are embedded,
 and any index build has finished, then times ``--searches`` hybrid ``POST /search`` one at a time
 (1 connection) and reads the resident memory of the whole process tree (RSS summed per process,
-split into anonymous and file-backed pages, and PSS, which shares pages out fairly). ``--busy``
+split into anonymous and file-backed pages, and PSS, which shares pages out fairly) right after
+them (``memory``) and once the service has been quiet for longer than it takes to give freed
+memory back (``memory_quiet``, ``app.heap.TRIM_SECONDS`` + 5 s). ``--busy``
 then writes that many longer episodes at once and times the same searches while the embedding
 worker drains that backlog in the same process.
 
@@ -32,6 +34,7 @@ import httpx
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from app import heap  # noqa: E402
 from tests.support.process import wait_for_backlog, wait_for_index  # noqa: E402
 from tests.support.process_tree import tree  # noqa: E402
 from tests.support.server import ServiceProcess, service_env  # noqa: E402
@@ -126,9 +129,12 @@ def run(args: argparse.Namespace) -> dict:
                 raise SystemExit("the index build child still runs after 600 s: no idle reading to take")
             timed_searches(client, 20)  # warm: every worker process has answered some
             idle = timed_searches(client, args.searches)
+            searched = memory(server.pid)
+            # A quiet service gives what it freed back to the system within heap.TRIM_SECONDS.
+            time.sleep(heap.TRIM_SECONDS + 5)
             result = {"workers": args.workers, "pythonpath": os.environ.get("PYTHONPATH", ""),
-                      "episodes": args.episodes, "idle": idle, "memory": memory(server.pid),
-                      "load": os.getloadavg()[0]}
+                      "episodes": args.episodes, "idle": idle, "memory": searched,
+                      "memory_quiet": memory(server.pid), "load": os.getloadavg()[0]}
             if args.busy:
                 def write() -> None:
                     with httpx.Client(base_url=server.url, timeout=60.0) as writer:
