@@ -21,6 +21,9 @@ from domain.vectors import PointBatch, VectorFilter, VectorPoint, cosine_similar
 from ports.vector_index import CollectionAliases, VectorIndex
 
 DIM = 8
+# An index may keep vectors at the store's own precision, float16 (domain.vectors.encode_vector, as
+# Qdrant Edge does): a unit vector's components move by up to ~5e-4, a cosine by about as much.
+PRECISION = 1e-3
 QDRANT_URL = os.environ.get("QDRANT_URL")
 needs_server = pytest.mark.skipif(not QDRANT_URL, reason="QDRANT_URL is not set: no real Qdrant server")
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -129,7 +132,7 @@ async def test_search_returns_best_first_with_cosine_scores(index: VectorIndex, 
     expected = sorted(points, key=lambda p: -cosine_similarity(query, p.vector))
     assert ids(hits) == [p.id for p in expected]
     for hit, want in zip(hits, expected, strict=True):
-        assert hit.score == pytest.approx(cosine_similarity(query, want.vector), abs=1e-5)
+        assert hit.score == pytest.approx(cosine_similarity(query, want.vector), abs=PRECISION)
 
 
 async def test_upserting_the_same_id_replaces_the_point(index: VectorIndex, collection: str) -> None:
@@ -232,7 +235,7 @@ async def test_retrieve_vectors_returns_unit_vectors_of_known_ids(
     await index.upsert(collection, [point(1, [3.0, 4.0] + [0.0] * (DIM - 2)), point(2, unit(1))])
     vectors = await index.retrieve_vectors(collection, [1, 2, 404])
     assert set(vectors) == {1, 2}
-    assert vectors[1][:2] == pytest.approx([0.6, 0.8], abs=1e-6) and len(vectors[1]) == DIM
+    assert vectors[1][:2] == pytest.approx([0.6, 0.8], abs=PRECISION) and len(vectors[1]) == DIM
 
 
 async def test_a_vector_of_the_wrong_size_is_refused(index: VectorIndex, collection: str) -> None:
@@ -291,10 +294,14 @@ async def test_every_adapter_finds_the_same_neighbours(tmp_path: Path, collectio
     if QDRANT_URL:
         await _drop_from_real_server(collection)
     reference = results["memory"]
+    exact = [{p.id: cosine_similarity(q, p.vector) for p in points} for q in queries for _ in range(2)]
     for name, found in results.items():
-        for got, want in zip(found, reference, strict=True):
-            assert [pid for pid, _ in got] == [pid for pid, _ in want], name
-            assert [s for _, s in got] == pytest.approx([s for _, s in want], abs=1e-4), name
+        for got, want, cosine in zip(found, reference, exact, strict=True):
+            assert len(got) == len(want), name
+            assert [s for _, s in got] == pytest.approx([s for _, s in want], abs=PRECISION), name
+            # The same neighbours in the same order, but for two whose cosines are within the
+            # precision an index keeps (they may trade places).
+            assert [cosine[pid] for pid, _ in got] == pytest.approx([s for _, s in want], abs=PRECISION), name
 
 
 # ---- Qdrant Edge only: opening its directory ---------------------------------------------------
