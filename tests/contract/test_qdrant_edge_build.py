@@ -291,3 +291,24 @@ async def test_new_shards_keep_vectors_in_float16_and_a_float32_shard_made_befor
     assert _datatype(old) is None  # float32, as made
     assert _datatype(tmp_path / "vectors" / "episodes") == "float16"
     assert _datatype(tmp_path / "vectors" / "summaries") == "float16"
+
+
+def test_a_float16_shard_builds_its_graph_at_as_many_points_as_a_float32_one(tmp_path):
+    # The engine indexes a segment by the size of its vectors: float16 halves it, and the shard's
+    # threshold with it, so a mid-sized collection is not left to exact scans.
+    from adapters.qdrant.edge_build import create_shard, edge_config
+
+    rng = random.Random(3)
+    vectors = [[rng.gauss(0, 1) for _ in range(384)] for _ in range(7_000)]
+    indexed = {}
+    for half in (False, True):
+        shard = create_shard(str(tmp_path / f"half-{half}"), edge_config(384, 16, 64, half=half))
+        try:
+            for start in range(0, len(vectors), 1_000):
+                shard.update(qe.UpdateOperation.upsert_points(
+                    [qe.Point(i + 1, vectors[i], {}) for i in range(start, start + 1_000)]))
+            shard.optimize()
+            indexed[half] = shard.info().indexed_vectors_count
+        finally:
+            shard.close()
+    assert indexed == {False: 7_000, True: 7_000}
