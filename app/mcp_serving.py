@@ -4,6 +4,7 @@ stdio or streamable HTTP behind the REST API's keys."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable, Collection
 from typing import Any
@@ -70,10 +71,14 @@ async def run(settings: Settings, transport: Transport, host: str, port: int) ->
         worker = await container.worker_running()  # started unless EMBEDDING_WORKER=false
         server = build_server(container, worker.notify)
         heap.freeze_start_up()  # a long-running server too: start-up's objects out of every later collection
-        if transport == "stdio":
-            await server.run_stdio_async()
-        else:
-            await _serve_http(server, settings, host, port, container.authenticator())
+        trimming = asyncio.create_task(heap.return_freed_memory(), name="return freed memory")
+        try:
+            if transport == "stdio":
+                await server.run_stdio_async()
+            else:
+                await _serve_http(server, settings, host, port, container.authenticator())
+        finally:
+            trimming.cancel()
     finally:
         await shutdown(container)
 
