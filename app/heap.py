@@ -31,8 +31,8 @@ in the background after start-up) has loaded — a second freeze takes only what
 ``return_freed_memory`` runs every ``TRIM_SECONDS`` in a serving process. glibc gives memory back to
 the system only from the top of its heap: what a burst freed below a block still in use (an
 embedding pass's token arrays and activations, an index build's batches) stays resident. After
-20,000 episodes were embedded, ``malloc_trim(0)`` gave back 36 MB of 224 MB anonymous memory.
-It runs on a thread (ctypes lets go of the GIL for the call), so requests go on meanwhile.
+20,000 episodes were embedded, ``malloc_trim(0)`` gave back 35-36 MB of 224 MB anonymous memory.
+It runs on a thread (ctypes lets go of the GIL for the call), so requests mostly go on meanwhile.
 """
 
 from __future__ import annotations

@@ -41,8 +41,8 @@ INDEXING_THRESHOLD_KB = 10_000  # the engine's default
 def edge_config(dimension: int, m: int, ef_construct: int, half: bool = True) -> qe.EdgeConfig:
     """A shard's configuration. ``half``: vectors stored in float16, as the store keeps them
     (``domain.vectors.encode_vector``): float32 would hold no more than that, in twice the memory
-    (30 MB of memory-mapped vectors at 20,000 x 384). A shard made before keeps the float32 it was
-    made with (the engine opens a shard only with the datatype it has) until its next rebuild."""
+    (30 MB of memory-mapped vectors at 20,000 x 384). A float32 shard opens as float32 (the engine
+    accepts only a shard's own datatype) until rebuilt."""
     datatype = qe.VectorStorageDatatype.Float16 if half else None
     return qe.EdgeConfig(
         # The engine indexes a segment once its vectors pass a size (10 MB by default): halved with

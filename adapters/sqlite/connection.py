@@ -35,7 +35,7 @@ BUSY_TIMEOUT_MS = 5000
 # connection that maps the file: the event loop's, whose point and short reads are the hot path
 # (a map spares them a read() per page). Each connection maps the file on its own and each
 # mapping's pages count in the process's RSS, so with every connection mapped (a writer, four
-# readers and the loop's, as before) the pages of a 25 MB database after 20,000 episodes were
+# readers and the loop's) the pages of a 25 MB database after 20,000 episodes were
 # resident up to six times over (44 MB), growing with the database up to MMAP_BYTES apiece; the
 # readers' long reads (an index build's stream of every stored vector) and the writer's changes
 # go through their caches instead, at a read() of the OS's page cache per page missed.

@@ -369,7 +369,7 @@ class SqliteDatabase:
 
     def _connection(self, busy_timeout_ms: int = BUSY_TIMEOUT_MS, mapped: bool = False) -> sqlite3.Connection:
         """This thread's reader connection (opened on first use, closed by ``close``); the event
-        loop's is ``mapped`` (``connection.CACHE_KIB``)."""
+        loop's is ``mapped`` (``connection.MMAP_BYTES``)."""
         conn = getattr(self._local, "conn", None)
         if conn is None:
             conn = self._connect(writer=False, busy_timeout_ms=busy_timeout_ms, mapped=mapped)
