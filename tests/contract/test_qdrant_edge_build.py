@@ -247,12 +247,18 @@ def search_pool_threads() -> set[str]:
     return names
 
 
-async def test_a_shard_made_with_the_engines_default_search_pool_opens_with_the_services_own(tmp_path):
-    path = tmp_path / "vectors" / "episodes"
-    path.parent.mkdir()
+def engine_default_shard(path: Path) -> Path:
+    """A shard of 5 points made with the engine's own defaults (float32, its search pool), as an
+    earlier version or another tool would leave it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
     made = qe.EdgeShard.create(str(path), qe.EdgeConfig(vectors=qe.EdgeVectorParams(size=DIM, distance=qe.Distance.Cosine)))
     made.update(qe.UpdateOperation.upsert_points([qe.Point(p.id, p.vector, p.payload) for p in points(5)]))
     made.close()
+    return path
+
+
+async def test_a_shard_made_with_the_engines_default_search_pool_opens_with_the_services_own(tmp_path):
+    path = engine_default_shard(tmp_path / "vectors" / "episodes")
     index = QdrantEdgeIndex(tmp_path / "vectors")
     try:
         # Opened on first use, without ensure_collection (as the CLI does).
@@ -270,11 +276,7 @@ def _datatype(path: Path) -> str | None:
 async def test_new_shards_keep_vectors_in_float16_and_a_float32_shard_made_before_still_opens(tmp_path):
     # The store keeps vectors in float16 (domain.vectors.encode_vector): float32 in the index
     # would hold no more, in twice the memory. The engine opens a shard only with its own datatype.
-    old = tmp_path / "vectors" / "entities"
-    old.parent.mkdir()
-    made = qe.EdgeShard.create(str(old), qe.EdgeConfig(vectors=qe.EdgeVectorParams(size=DIM, distance=qe.Distance.Cosine)))
-    made.update(qe.UpdateOperation.upsert_points([qe.Point(p.id, p.vector, p.payload) for p in points(5)]))
-    made.close()
+    old = engine_default_shard(tmp_path / "vectors" / "entities")
     index = QdrantEdgeIndex(tmp_path / "vectors")
     data = points(40)
     try:
