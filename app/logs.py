@@ -29,9 +29,17 @@ CHATTY_LIBRARIES = ("httpx", "httpcore", "urllib3", "filelock", "huggingface_hub
                     "qdrant_client", "multipart")
 
 
+_second: list = [None, ""]  # the last whole second formatted, and its text up to the seconds
+
+
 def utc_timestamp(record: logging.LogRecord) -> str:
-    """ISO-8601 UTC with milliseconds, e.g. ``2025-01-01T12:00:00.123Z``."""
-    return datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    """ISO-8601 UTC with milliseconds, e.g. ``2025-01-01T12:00:00.123Z``. The text up to the
+    seconds is made once per second: a request's line would otherwise spend more on it than on
+    its message."""
+    whole = int(record.created)
+    if _second[0] != whole:
+        _second[:] = whole, datetime.fromtimestamp(whole, UTC).strftime("%Y-%m-%dT%H:%M:%S")
+    return f"{_second[1]}.{int(record.msecs):03d}Z"
 
 
 class TextFormatter(logging.Formatter):
@@ -55,6 +63,9 @@ def configure(level: str, fmt: str, secrets: Sequence[str | None] = ()) -> None:
     """One stderr handler on the root logger for every logger, uvicorn's included (``serve`` runs
     uvicorn with ``log_config=None``, so its loggers propagate here instead of printing their own
     plain-text lines)."""
+    # No formatter here names a record's process or thread, so records do not collect them
+    # (logging's documented switches; each record otherwise asks the OS and threading).
+    logging.logProcesses = logging.logMultiprocessing = logging.logThreads = False
     handler = logging.StreamHandler(sys.stderr)
     inner = JsonFormatter() if fmt == "json" else TextFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
     handler.setFormatter(ScrubbingFormatter(inner, [s for s in secrets if s]))
