@@ -164,7 +164,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
         default=DEFAULT_KEY_SECONDS, name="IDEMPOTENCY_KEY_SECONDS")
     index_optimize_every: Annotated[int, _doc("points before an index build", ge=1, le=2**31)] = field(
         default=5_000, name="INDEX_OPTIMIZE_EVERY")
-    index_inline_build_points: Annotated[int, _doc("largest shard built in place", ge=0, le=2**31)] = field(
+    index_inline_build_points: Annotated[int, _doc("largest shard optimized in place (a bigger one is rebuilt as a new generation)", ge=0, le=2**31)] = field(
         default=5_000, name="INDEX_INLINE_BUILD_POINTS")
     index_disk_reserve_mb: Annotated[int, _doc("free space kept on the index volume", ge=0, le=2**31)] = field(
         default=128, name="INDEX_DISK_RESERVE_MB")

@@ -39,15 +39,20 @@ from __future__ import annotations
 
 import asyncio
 import ctypes
+import functools
 import gc
+import logging
 import os
 import platform
+
+log = logging.getLogger("nexusai.heap")
 
 YOUNG_THRESHOLD = 10_000
 TRIM_SECONDS = 30.0
 _M_ARENA_MAX = -8  # mallopt's parameter number, from glibc's malloc.h
 
 
+@functools.cache  # libc_ver reads the interpreter's binary to tell: once per process is enough
 def _glibc() -> ctypes.CDLL | None:
     if platform.libc_ver()[0] != "glibc":
         return None
@@ -82,7 +87,11 @@ async def return_freed_memory() -> None:
     """``trim`` every ``TRIM_SECONDS``, on a thread, until cancelled (see the module)."""
     while True:
         await asyncio.sleep(TRIM_SECONDS)
-        await asyncio.to_thread(trim)
+        try:
+            await asyncio.to_thread(trim)
+        except Exception:  # an allocator that refuses the call: serving goes on untrimmed, said once
+            log.warning("giving freed heap memory back failed; no further attempts", exc_info=True)
+            return
 
 
 def freeze_start_up() -> None:

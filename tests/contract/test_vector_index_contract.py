@@ -294,10 +294,14 @@ async def test_every_adapter_finds_the_same_neighbours(tmp_path: Path, collectio
     if QDRANT_URL:
         await _drop_from_real_server(collection)
     reference = results["memory"]
-    exact = [{p.id: cosine_similarity(q, p.vector) for p in points} for q in queries for _ in range(2)]
+    # Per query: every point, then only session 3's (a hit from another session has no cosine to match).
+    in_session = [p for p in points if p.id % 4 == 3]
+    exact = [{p.id: cosine_similarity(q, p.vector) for p in among} for q in queries for among in (points, in_session)]
     for name, found in results.items():
         for got, want, cosine in zip(found, reference, exact, strict=True):
             assert len(got) == len(want), name
+            assert len({pid for pid, _ in got}) == len(got), name  # no point twice
+            assert all(pid in cosine for pid, _ in got), name
             assert [s for _, s in got] == pytest.approx([s for _, s in want], abs=PRECISION), name
             # The same neighbours in the same order, but for two whose cosines are within the
             # precision an index keeps (they may trade places).

@@ -196,6 +196,35 @@ def test_the_serving_app_gives_freed_memory_back_while_it_runs(tmp_path):
             deadline = time.monotonic() + 30
             while len(trims) < 2 and time.monotonic() < deadline:
                 time.sleep(0.05)
-        print(json.dumps({{"trims": len(trims)}}))
+        at_shutdown = len(trims)
+        time.sleep(0.3)  # six periods: a task left running after shutdown would trim again
+        print(json.dumps({{"trims": at_shutdown, "after_shutdown": len(trims) - at_shutdown}}))
     """)
     assert seen["trims"] >= 2
+    assert seen["after_shutdown"] == 0
+
+
+def test_a_trim_that_fails_stops_trimming_with_one_warning_and_serving_goes_on():
+    seen = _run("""
+        import asyncio, json, logging
+        from app import heap
+        calls, lines = [], []
+        heap.TRIM_SECONDS = 0.01
+
+        def broken():
+            calls.append(1)
+            raise OSError("no allocator here")
+
+        heap.trim = broken
+        logging.getLogger("nexusai.heap").addHandler(logging.Handler())
+        logging.getLogger("nexusai.heap").handlers[0].emit = lines.append
+
+        async def main():
+            task = asyncio.ensure_future(heap.return_freed_memory())
+            await asyncio.sleep(0.2)
+            return task.done() and task.exception() is None
+
+        ended = asyncio.run(main())
+        print(json.dumps({"calls": len(calls), "warnings": len(lines), "ended": ended}))
+    """)
+    assert seen == {"calls": 1, "warnings": 1, "ended": True}
