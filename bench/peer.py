@@ -212,7 +212,10 @@ def compare(args, wrk_binary: str, home: Path) -> dict:
     (work / "peer").mkdir()
     log("peer comparison: loading the same corpus into both servers")
     peer = PeerServer(home, work / "peer")
-    project = Server(work / "project", {"WORKERS": str(args.workers)} if getattr(args, "workers", None) else {})
+    env = {"WORKERS": str(args.workers)} if getattr(args, "workers", None) else {}
+    if getattr(args, "log_level", None):
+        env["LOG_LEVEL"] = args.log_level
+    project = Server(work / "project", env)
     results: dict = {"peer": {name: [] for name, _, _ in ROUTES}, "project": {name: [] for name, _, _ in ROUTES}}
     try:
         fill_peer(peer.url, sessions)
@@ -318,6 +321,9 @@ def main() -> None:
     parser.add_argument("--json", type=Path, default=None, help="also write the record here")
     parser.add_argument("--workers", type=int, default=None,
                         help="WORKERS for this service (default: its own default, as make run serves)")
+    parser.add_argument("--log-level", default=None,
+                        help="LOG_LEVEL for this service (default: warning, as every benchmark serves: the peer"
+                             " writes no request log; 'info', the service's default, adds one line per request)")
     args = parser.parse_args()
     record = peer_comparison(args, ensure_wrk())
     if record is None:
