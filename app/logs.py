@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import sys
 from collections.abc import Sequence
@@ -32,17 +33,21 @@ CHATTY_LIBRARIES = ("httpx", "httpcore", "urllib3", "filelock", "huggingface_hub
                     "qdrant_client", "multipart")
 
 
-_second: list = [None, ""]  # the last whole second formatted, and its text up to the seconds
+_second: tuple[int, str] = (-1, "")  # the last whole second formatted, and its text up to the seconds
 
 
 def utc_timestamp(record: logging.LogRecord) -> str:
     """ISO-8601 UTC with milliseconds, e.g. ``2025-01-01T12:00:00.123Z``. The text up to the
     seconds is made once per second: a request's line would otherwise spend more on it than on
-    its message."""
-    whole = int(record.created)
-    if _second[0] != whole:
-        _second[:] = whole, datetime.fromtimestamp(whole, UTC).strftime("%Y-%m-%dT%H:%M:%S")
-    return f"{_second[1]}.{int(record.msecs):03d}Z"
+    its message. The whole second is the one ``msecs`` counts from (``created`` can round up to the
+    next second while ``msecs`` says 999), and the cache is one tuple, read once, so a thread never
+    pairs one second's number with another's text."""
+    global _second
+    whole = round(record.created - record.msecs / 1000)
+    cached = _second
+    if cached[0] != whole:
+        cached = _second = (whole, datetime.fromtimestamp(whole, UTC).strftime("%Y-%m-%dT%H:%M:%S"))
+    return f"{cached[1]}.{int(record.msecs):03d}Z"
 
 
 class TextFormatter(logging.Formatter):
@@ -59,7 +64,10 @@ class JsonFormatter(logging.Formatter):
                 entry[key] = getattr(record, key)
         if record.exc_info:
             entry["error"] = self.formatException(record.exc_info).splitlines()[-1]
-        return _encode(entry).decode()
+        try:
+            return _encode(entry).decode()
+        except (TypeError, UnicodeEncodeError):  # a value msgspec refuses (an object, a lone surrogate)
+            return json.dumps(entry, ensure_ascii=False, default=repr)
 
 
 def configure(level: str, fmt: str, secrets: Sequence[str | None] = ()) -> None:

@@ -322,7 +322,7 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=None,
                         help="WORKERS for this service (default: its own default, as make run serves)")
     parser.add_argument("--log-level", default=None,
-                        help="LOG_LEVEL for this service (default: warning, as every benchmark serves: the peer"
+                        help="LOG_LEVEL for this service (default: warning, as the throughput benchmarks serve: the peer"
                              " writes no request log; 'info', the service's default, adds one line per request)")
     args = parser.parse_args()
     record = peer_comparison(args, ensure_wrk())

@@ -52,7 +52,7 @@ class QdrantEdgeIndex:
     then)``; up to ``inline_optimize_points`` points it is optimized in place (its segments
     merged), above that the index manager rebuilds it as a new generation. The engine builds a
     segment's HNSW graph only once its vectors pass ``indexing_threshold`` (``edge_build``: about
-    6,600 float16 vectors of 384-d), so below that an in-place build leaves a plain segment, which
+    6,700 float16 vectors of 384-d), so below that an in-place build leaves a plain segment, which
     a search scans exactly.
     """
 

@@ -46,7 +46,7 @@ def edge_config(dimension: int, m: int, ef_construct: int, half: bool = True) ->
     datatype = qe.VectorStorageDatatype.Float16 if half else None
     return qe.EdgeConfig(
         # The engine indexes a segment once its vectors pass a size (10 MB by default): halved with
-        # them, so a segment is indexed at the same number of points as in float32 (~6,500 at 384-d).
+        # them, so a segment is indexed at the same number of points as in float32 (~6,700 at 384-d).
         optimizers=qe.EdgeOptimizersConfig(indexing_threshold=INDEXING_THRESHOLD_KB // 2) if half else None,
         vectors=qe.EdgeVectorParams(size=dimension, distance=qe.Distance.Cosine, datatype=datatype),
         hnsw_config=qe.HnswIndexConfig(

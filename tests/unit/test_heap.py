@@ -178,10 +178,11 @@ def test_trimming_gives_back_to_the_system_what_a_burst_freed_below_memory_still
     assert seen["given_back_mb"] > 40
 
 
-def test_the_serving_app_gives_freed_memory_back_while_it_runs(tmp_path):
+def test_the_serving_app_gives_freed_memory_back_while_it_runs_and_stops_when_it_shuts_down(tmp_path):
+    # One event loop for the app and for the wait after its shutdown: a trim task the shutdown left
+    # running would go on trimming on it.
     seen = _run(f"""
         import asyncio, json
-        from litestar.testing import TestClient
         from app import heap
         from app.config import Settings
         from app.main import create_app
@@ -190,15 +191,28 @@ def test_the_serving_app_gives_freed_memory_back_while_it_runs(tmp_path):
         heap.trim = lambda: trims.append(1) or True
         settings = Settings(sqlite_path={str(tmp_path / "memory.db")!r}, vector_index="memory", embedder="fake",
                             embedding_dim=16, port=0)
-        import time
-        with TestClient(create_app(settings, serving=True)) as client:
-            client.get("/health/live")
-            deadline = time.monotonic() + 30
-            while len(trims) < 2 and time.monotonic() < deadline:
-                time.sleep(0.05)
-        at_shutdown = len(trims)
-        time.sleep(0.3)  # six periods: a task left running after shutdown would trim again
-        print(json.dumps({{"trims": at_shutdown, "after_shutdown": len(trims) - at_shutdown}}))
+
+        async def main():
+            # The ASGI lifespan driven by hand on this loop (a test client would run the app on a
+            # thread of its own, whose loop ends with it).
+            app, inbox, outbox = create_app(settings, serving=True), asyncio.Queue(), asyncio.Queue()
+            lifespan = asyncio.ensure_future(app({{"type": "lifespan", "asgi": {{"version": "3.0"}}, "state": {{}}}},
+                                                 inbox.get, outbox.put))
+            await inbox.put({{"type": "lifespan.startup"}})
+            assert (await outbox.get())["type"] == "lifespan.startup.complete"
+            for _ in range(600):
+                if len(trims) >= 2:
+                    break
+                await asyncio.sleep(0.05)
+            await inbox.put({{"type": "lifespan.shutdown"}})
+            assert (await outbox.get())["type"] == "lifespan.shutdown.complete"
+            await lifespan
+            at_shutdown = len(trims)
+            await asyncio.sleep(0.3)  # six periods
+            return at_shutdown, len(trims) - at_shutdown
+
+        trimmed, after = asyncio.run(main())
+        print(json.dumps({{"trims": trimmed, "after_shutdown": after}}))
     """)
     assert seen["trims"] >= 2
     assert seen["after_shutdown"] == 0

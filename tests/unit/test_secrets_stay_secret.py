@@ -48,7 +48,8 @@ def _redact_without_clues(text: str) -> str:
 @given(st.lists(st.sampled_from([
     "Authorization", "PROXY-AUTHORIZATION", "x-api-key", "Api Key", "apikey", "ACCESS_TOKEN", "Token", "secret",
     "Password", "bearer", "BASIC", "sk-", "rk-", "pk-", "hf_", "ghp_", "gho_", "xoxb-", "xoxp-", ": ", "=", '"',
-    " ", "abcdefgh12345678", "ſecret", "Key", "GET /episodes/{episode_id} 200", "é",
+    " ", "abcdefgh12345678", "ſecret", "Key", "GET /episodes/{episode_id} 200", "é", "ı", "İ",
+    "authorızation: abc12345", "authorİzation: abc12345", "apı_key=abc12345", "basıc dXNlcjpwYXNz",
 ]), max_size=8).map("".join) | st.text(max_size=60))
 def test_the_clue_check_skips_only_text_no_pattern_would_change(text):
     """The substring check before the substitutions is a shortcut, never a filter: with or without
