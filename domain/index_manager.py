@@ -78,6 +78,7 @@ class IndexManager(Serving, Verification, StoreSource):
         self._storage: IndexStorage = storage if storage is not None else cast(IndexStorage, index)
         # Backends other processes read name each active generation by an alias, moved atomically.
         self._aliases = self._storage if isinstance(self._storage, CollectionAliases) else None
+        self._shared = self._maintenance is not None and self._aliases is not None  # other processes write into it
         self._catalog = catalog
         self._embeddings: StoredEmbeddings = cast(StoredEmbeddings, catalog)  # the catalog plays both roles
         self._store = store
@@ -151,7 +152,7 @@ class IndexManager(Serving, Verification, StoreSource):
     async def _follow(self) -> None:
         """Serve each collection's active generation as the maintaining process recorded it."""
         active = {g.collection: g for g in await self._catalog.generations() if g.state == "active"}
-        holder = await self._maintenance.holder() if self._maintenance is not None else None
+        holder = await self._maintenance.holder() if self._shared else None
         for name, state in self._states.items():
             generation = active.get(name)
             state.active = generation
@@ -299,9 +300,11 @@ class IndexManager(Serving, Verification, StoreSource):
             state.wanted, state.reason = reason, low
             await asyncio.sleep(RETRY_SECONDS)
             return
-        # Where other processes serve the store, their writes during the build are found in the
-        # change feed afterwards: where it stands now is where the replay starts.
-        since = (await self._store.events.bounds())[1] if self._maintenance is not None else None
+        # Where other processes write into this index (a shared backend, named by aliases), their
+        # writes during the build are found in the change feed afterwards: where it stands now is
+        # where the replay starts. An index private to this process (Qdrant Edge) gets every write
+        # through this manager, which the catch-up replays already.
+        since = (await self._store.events.bounds())[1] if self._shared else None
         generation = await self._new_generation(state.name, reason)
         state.building = generation
         if not state.usable:

@@ -13,6 +13,8 @@ from adapters.memory.catalog import InMemoryIndexCatalog
 from adapters.memory.fake_embedder import FakeEmbedder
 from adapters.memory.store import MemoryStore
 from adapters.memory.vector_index import InMemoryVectorIndex
+from adapters.memory.maintenance_lock import InMemoryMaintenanceLock
+from adapters.qdrant.edge import QdrantEdgeIndex
 from adapters.qdrant.server import QdrantServerIndex
 from domain import writes
 from domain.errors import VectorIndexError
@@ -34,9 +36,9 @@ class World:
         self.index = index or InMemoryVectorIndex()
         self.session = 0
 
-    def manager(self, embedder: FakeEmbedder, catalog=None, index=None) -> IndexManager:
+    def manager(self, embedder: FakeEmbedder, catalog=None, index=None, lock=None) -> IndexManager:
         return IndexManager(index or self.index, catalog or self.catalog, self.store, embedder, "fake",
-                            verify_seconds=0.05, check_seconds=0.01)
+                            verify_seconds=0.05, check_seconds=0.01, lock=lock)
 
     async def add(self, n: int, text: str = "note") -> list[int]:
         if not self.session:
@@ -282,11 +284,11 @@ async def test_a_record_the_new_model_refuses_does_not_hold_up_its_rebuild() -> 
 
 # ---- the catch-up after a build: only writes behind the stream, with its own progress ------------
 
-class GatedIndex(InMemoryVectorIndex):
+class Gated:
     """Holds a build after its first streamed page, then the first catch-up write onto it."""
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, *args) -> None:
+        super().__init__(*args)
         self.built: str | None = None
         self.streamed, self.stream_gate = asyncio.Event(), asyncio.Event()
         self.catching_up, self.catch_up_gate = asyncio.Event(), asyncio.Event()
@@ -308,6 +310,14 @@ class GatedIndex(InMemoryVectorIndex):
             self.catching_up.set()
             await self.catch_up_gate.wait()
         await super().upsert(collection, points)
+
+
+class GatedIndex(Gated, InMemoryVectorIndex):
+    pass
+
+
+class GatedEdge(Gated, QdrantEdgeIndex):  # an index only this process writes: no aliases
+    pass
 
 
 async def test_the_catch_up_replays_only_writes_behind_the_stream_and_says_so_before_the_switch() -> None:
@@ -420,3 +430,30 @@ async def test_a_kill_at_any_step_of_a_server_switch_leaves_the_alias_on_a_whole
     assert (active == first) == (step == "before-activate")
     assert len(await index.collections()) == 3  # the retired generation is gone
     await restarted.close()
+
+
+@pytest.mark.parametrize("shared", [True, False], ids=["shared index", "private index"])
+async def test_only_an_index_other_processes_write_into_is_replayed_from_the_change_feed(shared, tmp_path) -> None:
+    """With the maintenance lock (another process may serve the store), a build of an index other
+    processes write into (aliases: a Qdrant server) replays the store's changes since it began; an
+    index private to this process (Qdrant Edge) got every write through this manager, so its
+    catch-up is all the replay it needs and the change feed is not copied onto it again."""
+    world, embedder = World(), FakeEmbedder(DIM)
+    index = GatedIndex() if shared else GatedEdge(tmp_path / "qdrant")
+    manager = world.manager(embedder, index=index, lock=InMemoryMaintenanceLock())
+    await manager.start()
+    ids = await world.add(10)
+    await world.drain(manager, embedder)
+    manager.request_rebuild("episodes", "a test")
+    manager.run()
+    await index.streamed.wait()
+    added = await world.add(5, text="new")
+    await world.store.uow.run(lambda tx: writes.update_episode(tx, ids[3], EpisodeChanges(user_message="changed")))
+    await world.drain(manager, embedder)
+    index.stream_gate.set()
+    index.catch_up_gate.set()
+    await switched(manager)
+    # The catch-up copies ids[3]; the feed's replay copies the six changed records again.
+    assert index.replayed == ([ids[3], *sorted([ids[3], *added])] if shared else [ids[3]])
+    assert await index.point_ids(index.built) == sorted(ids + added)
+    await manager.close()
