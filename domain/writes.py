@@ -139,7 +139,8 @@ def relate(tx: Transaction, new: NewRelationship) -> Upserted[Relationship]:
     given ``valid_from``; else the open edge (no ``valid_to``) — unless the new edge is a closed
     interval wholly before it, which is a separate past edge. None of those: a new edge. Without
     validity this is the seed's upsert by triple exactly. ``supersedes`` first closes the other open
-    edges of (from, label) where the new one begins (or now)."""
+    edges of (from, label) of the same owner (``user_id``) where the new one begins (or now): one
+    user's fact never ends another user's, nor a global one (nor a global fact a user's)."""
     if new.valid_from is not None and new.valid_to is not None and new.valid_to <= new.valid_from:
         raise Invalid("validTo must be later than validFrom", field="validTo")
     same = tx.entities.edges(new.from_id, new.label, new.to_id)
@@ -150,7 +151,7 @@ def relate(tx: Transaction, new: NewRelationship) -> Upserted[Relationship]:
     if new.supersedes:
         begins = new.valid_from or utc_now()
         for old in tx.entities.edges(new.from_id, new.label):
-            if old.valid_to is None and old.to_id != new.to_id:
+            if old.valid_to is None and old.to_id != new.to_id and old.user_id == new.user_id:
                 end = max(begins, old.valid_from) if old.valid_from else begins
                 _versioned(tx, RELATIONSHIPS, old, tx.entities.set_edge(old.id, old.metadata, old.valid_from, end))
     if target is not None:

@@ -71,6 +71,22 @@ async def test_supersedes_closes_the_open_edge_of_the_same_from_and_label(store:
     assert closing.op == "updated" and closing.changed == ["valid_to"]
 
 
+async def test_supersedes_closes_only_the_edges_of_the_same_owner(store: Store) -> None:
+    # (from, label) has no owner in it: on shared (global) entities, one user's new fact must not
+    # end another user's, nor a global one, and a global fact must not end a user's.
+    lisbon, portugal, spain, france, italy = await entities(store, "Lisbon", "Portugal", "Spain", "France", "Italy")
+    global_edge = (await relate(store, NewRelationship(lisbon, portugal, "in"))).item
+    bobs = (await relate(store, NewRelationship(lisbon, spain, "in", user_id="bob"))).item
+    alices_old = (await relate(store, NewRelationship(lisbon, france, "in", user_id="alice"))).item
+    alices = (await relate(store, NewRelationship(lisbon, italy, "in", user_id="alice", supersedes=True))).item
+    await relate(store, NewRelationship(lisbon, france, "in", supersedes=True))  # global, closes no user's
+    edges = {r.id: r for r in await store.entities.relationships_of(lisbon, "out")}
+    assert edges[alices_old.id].valid_to is not None  # her own earlier fact ends
+    assert edges[bobs.id].valid_to is None and edges[alices.id].valid_to is None
+    assert edges[global_edge.id].valid_to is not None  # closed by the global fact, not by alice's
+    assert [v.op for v in await store.history.of_record("relationships", bobs.id, 0, 10)] == []
+
+
 async def test_supersedes_without_valid_from_closes_now(store: Store) -> None:
     ada, acme, globex = await entities(store, "Ada", "Acme", "Globex")
     acme_edge = (await relate(store, NewRelationship(ada, acme, "works_at"))).item
