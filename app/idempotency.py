@@ -34,6 +34,7 @@ from domain.access import Principal
 from domain.idempotency import (
     AlreadyAnswered, Answer, Claim, KeyedAnswer, KeyInFlight, check_key, expiry_after, fingerprint, pending, replay_of,
 )
+from domain.errors import Invalid
 from domain.models import utc_now
 
 T = TypeVar("T")
@@ -44,6 +45,7 @@ WRITE_METHODS = frozenset({"POST", "PATCH", "DELETE", "PUT"})
 IN_FLIGHT_WAIT = 10.0  # seconds a retry waits for the first request with its key before a 409
 _RAW_HEADER = HEADER.lower().encode()
 IDEMPOTENT = "nexusai.idempotent"  # a handler's opt key: its writes take the header
+UNKEYED = "nexusai.unkeyed"  # a handler's opt key: why it refuses the header (a 400 naming it)
 _TOOL_KEY = "idempotency_key"  # the MCP write tools' argument
 _IN_FLIGHT = "idempotency_in_flight"  # app.state: (caller, key) -> set when that request has answered
 
@@ -105,11 +107,16 @@ async def keyed_write(scope: Scope, receive: Receive, send: Send, next_app: ASGI
     if scope["method"] not in WRITE_METHODS:
         return False
     handler: Any = scope.get("route_handler")
-    if handler is None or not handler.opt.get(IDEMPOTENT):
+    if handler is None:
+        return False
+    refusal = handler.opt.get(UNKEYED)
+    if refusal is None and not handler.opt.get(IDEMPOTENT):
         return False
     raw = header(scope, _RAW_HEADER)
     if raw is None:
         return False
+    if refusal is not None:  # silently ignoring the key would let a retry write twice
+        raise Invalid(refusal, field=HEADER)
     key = check_key(raw.decode("latin-1"))
     request: Request = Request(scope, receive)
     container = request.app.state["container"]
@@ -156,6 +163,12 @@ def created_or_updated(result: Any) -> int:
 def idempotent() -> dict[str, Any]:
     """The ``opt`` of a controller whose writes take ``Idempotency-Key`` (``keyed_write`` reads it)."""
     return {IDEMPOTENT: True}
+
+
+def unkeyed(why: str) -> dict[str, Any]:
+    """The ``opt`` of a write whose answer must not be stored for a replay: a request with
+    ``Idempotency-Key`` is a 400 saying ``why``, rather than a key that is silently not kept."""
+    return {UNKEYED: why}
 
 
 async def keyed_result(container: Any, key: str | None, tool: str, arguments: dict[str, Any],

@@ -5,6 +5,7 @@ from __future__ import annotations
 from litestar import Controller, Request, delete, get, post
 
 from app.auth import admin_principal
+from app.idempotency import unkeyed
 from app.routes.deps import PathId, errors
 from app.routes.examples import CreateKeyBody
 from app.schemas_keys import CreatedKeyOut, KeyOut
@@ -32,9 +33,12 @@ class KeyController(Controller):
     tags = ["admin"]
 
     @post("/", summary="Create an API key; the answer shows its secret once", status_code=201,
-          responses=errors(400, 403, 413),
+          responses=errors(400, 403, 413), opt=unkeyed(
+              "Idempotency-Key is not taken here: the answer holds the new key's secret, which is never "
+              "stored; after a lost answer, list the keys (GET /admin/keys) and revoke the extra one"),
           description="`userId` (and `agentId`) bind the key to an owner: it then sees and changes only that "
-                      "owner's records. `scopes`: read, write, forget, admin (admin: unbound keys only).")
+                      "owner's records. `scopes`: read, write, forget, admin (admin: unbound keys only). "
+                      "Takes no `Idempotency-Key` (a 400): its answer holds a secret that is never stored.")
     async def create(self, request: Request, data: CreateKeyBody, key_service: KeyService) -> CreatedKeyOut:
         admin_principal()
         issued = await key_service.create(data.name, scopes=data.scopes, user_id=data.user_id,

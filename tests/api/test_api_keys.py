@@ -11,6 +11,7 @@ import pytest
 from litestar.testing import TestClient
 
 from app.main import create_app
+from tests.api.test_errors import assert_error
 
 ADMIN_KEY = "bootstrap-admin-key-for-tests"
 
@@ -245,3 +246,14 @@ def test_a_service_closed_by_stored_keys_stays_closed_to_unknown_paths_after_a_k
         assert client.post("/admin/keys", json={"name": "u1", "userId": "u1"}, headers=bearer(admin)).status_code == 201
         assert client.get("/no-such-route").status_code == 401
         assert client.request("PUT", "/sessions").status_code == 401
+
+
+def test_creating_a_key_refuses_an_idempotency_key_instead_of_ignoring_it(app_client):
+    # Its answer holds the secret, which is never stored, so it cannot be replayed; a retry that
+    # trusted a silently ignored key would make a second live key.
+    before = len(app_client.get("/admin/keys").json())
+    refused = app_client.post("/admin/keys", json={"name": "retried"}, headers={"Idempotency-Key": "k-1"})
+    body = assert_error(refused, 400, "Idempotency-Key")
+    assert "secret" in body["message"] and "GET /admin/keys" in body["message"]
+    assert len(app_client.get("/admin/keys").json()) == before
+    assert app_client.post("/admin/keys", json={"name": "plain"}).status_code == 201
