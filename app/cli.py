@@ -135,7 +135,7 @@ def _serve(settings: Settings) -> None:
 def reindex(
     collection: Annotated[Optional[str], typer.Option(help="episodes, entities or summaries (default: all)")] = None,
 ) -> None:
-    """Re-embed every record from SQLite into the vector index (after a model or dimension change)."""
+    """Build new index generations from the stored embeddings, embedding only records that have none for the configured model (after a model or dimension change, or to rebuild)."""
     from app.maintenance import run_reindex
 
     settings = _store_settings()
@@ -312,7 +312,7 @@ def mcp(
     host: Annotated[Optional[str], typer.Option(help="streamable-http bind address (default HOST)")] = None,
     port: Annotated[int, typer.Option(min=0, max=65535, help="streamable-http listen port")] = 3004,
 ) -> None:
-    """Serve the memory as Model Context Protocol tools (remember, search, build_context, entities)."""
+    """Serve the memory as Model Context Protocol tools (remember, search, build_context, sessions, entities, relationships, history)."""
     if transport not in ("stdio", "streamable-http"):
         typer.echo(f"configuration error: --transport: must be stdio or streamable-http, not {transport!r}", err=True)
         raise typer.Exit(2)

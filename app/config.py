@@ -4,8 +4,8 @@ Each setting is declared once, below, as a field of ``Settings``: its environmen
 (``msgspec.field(name=...)``), its default, its bounds and choices (the type: ``Annotated[...,
 Meta(...)]`` or a ``Literal``) and what it does (the ``Meta`` description). ``load_settings``
 converts the environment into that struct with msgspec, so a value is checked where it is
-declared, once. The README's configuration table is checked against these declarations by
-``tests/unit/test_config_defaults.py``.
+declared, once. The configuration page of the docs is generated from these declarations
+(``tests/test_docs_site.py`` checks it is current).
 
 Bad configuration raises ``ConfigError`` naming the variable; the CLI prints that one line and
 exits with status 2.
@@ -152,7 +152,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
         default=5.0, name="HEALTH_INTERVAL")
     min_free_disk_mb: Annotated[int, _doc("free space below which the disk is down", ge=0, le=2**31)] = field(
         default=100, name="MIN_FREE_DISK_MB")
-    # The vector index as a cache of the store (README: "When the index is lost or the model changes").
+    # The vector index as a cache of the store (docs/concepts.md: "The index is a cache").
     index_verify_seconds: Annotated[float, _doc("how often collections are verified", ge=0.1)] = field(
         default=300.0, name="INDEX_VERIFY_SECONDS")
     index_check_seconds: Annotated[float, _doc("how often the manager looks for work", ge=0.05)] = field(

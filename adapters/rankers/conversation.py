@@ -10,7 +10,8 @@ no re-tuning when a leg's raw scores change scale):
 3. Time: a question asking "when" lifts episodes that date their event ("yesterday", "in May")
    by ``time_weight``; a question naming a month or year lifts episodes from then by the same.
 
-No recency step: on dated conversations it cost recall (see the README's retrieval section); the
+No recency step: on dated conversations it cost recall (``bench/locomo_recall.py`` on the dev set:
+the ``recency`` ranker's R@10 0.751 against the 0.759 of ``rrf``, the fusion it adds decay to); the
 ``recency`` ranker is there for assistants that want newer memories first.
 """
 
