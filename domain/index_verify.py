@@ -76,7 +76,10 @@ class Verification(StoreSource):
                     return state.state
                 points = set(await self._storage.point_ids(physical))
                 records = set(await self._embeddings.row_ids(name))
-            missing, extra = records - points - pending, points - records - pending
+                # Expired but not yet purged: searches skip them, and the worker does not embed a
+                # record that expired before its turn, so their points may lawfully be absent.
+                expired = await self._embeddings.expired_ids(name)
+            missing, extra = records - points - pending - expired, points - records - pending
         except VectorIndexError as error:
             state.usable = False
             await self._drop(physical, keep=True)
@@ -124,7 +127,8 @@ class Verification(StoreSource):
 
         A difference the outbox cannot explain (more than its queued jobs) marks the collection
         diverged and brings its verification forward: a shard emptied under a running service
-        is repaired within a health interval, not at the next periodic verification."""
+        is repaired within a health interval, not at the next periodic verification. Records
+        expired but not yet purged count among what explains a difference."""
         rows = await self._store.operations.counts()
         backlog = await self._store.outbox.backlog()
         queued = backlog.pending + getattr(backlog, "dead", 0)
@@ -135,8 +139,11 @@ class Verification(StoreSource):
                     state.points = await self._index.count(state.active.physical)
                 except VectorIndexError:
                     state.points = None
+                # Records expired and not yet purged may lawfully lack points (see ``verify``):
+                # read only when the counts differ by more than the queue explains.
                 if state.points is not None and state.building is None and state.state == CONSISTENT \
-                        and abs(state.rows - state.points) > queued:
+                        and abs(state.rows - state.points) > queued \
+                        and abs(state.rows - state.points) > queued + len(await self._embeddings.expired_ids(state.name)):
                     state.state = DIVERGED
                     state.reason = (f"{state.points} points against {state.rows} records with {queued} jobs "
                                     "queued; verifying and repairing")

@@ -110,6 +110,11 @@ class StoredEmbeddings(Protocol):
         """Record ids with an outbox job not yet applied (their points may lawfully differ)."""
         ...
 
+    async def expired_ids(self, collection: str) -> set[int]:
+        """Record ids whose ``expires_at`` has passed but that the expiry sweep has not purged yet:
+        no search returns them, so a missing point of theirs is no divergence."""
+        ...
+
     async def missing_embeddings(self, collection: str, model_id: int) -> int:
         """How many records have no stored embedding by ``model_id``."""
         ...

@@ -8,7 +8,9 @@ import secrets
 from collections.abc import Sequence
 from dataclasses import replace
 
+from adapters.memory.state import live
 from adapters.memory.store import MemoryStore
+from domain.models import utc_now
 from domain.record_kinds import KINDS
 from domain.vectors import ModelRef
 from ports.index_catalog import EmbeddingRow, Generation
@@ -76,6 +78,10 @@ class InMemoryIndexCatalog:
 
     async def row_ids(self, collection: str) -> list[int]:
         return sorted(self._table(collection))
+
+    async def expired_ids(self, collection: str) -> set[int]:
+        now = utc_now()
+        return {i for i, r in self._table(collection).items() if not live(r, now)}
 
     async def pending_ids(self, collection: str) -> set[int]:
         return {j.ref_id for j in self._store.state.outbox.values() if j.collection == collection and j.op != "delete_session"}

@@ -114,6 +114,10 @@ class PostgresIndexCatalog:
         return await self._db.read(lambda conn: [r[0] for r in conn.execute(
             f"SELECT id FROM {_table(collection)} ORDER BY id")])
 
+    async def expired_ids(self, collection: str) -> set[int]:
+        return await self._db.read(lambda conn: {r[0] for r in conn.execute(
+            f"SELECT id FROM {_table(collection)} WHERE expires_at IS NOT NULL AND expires_at <= %s", (utc_now(),))})
+
     async def pending_ids(self, collection: str) -> set[int]:
         return await self._db.read(lambda conn: {r[0] for r in conn.execute(
             "SELECT ref_id FROM embedding_outbox WHERE collection = %s AND op IN ('upsert', 'delete')",

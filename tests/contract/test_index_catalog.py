@@ -110,6 +110,17 @@ async def test_pending_ids_are_the_records_with_queued_jobs(pair) -> None:
     assert await catalog.pending_ids("episodes") == set()
 
 
+async def test_expired_ids_are_the_records_past_their_expiry_and_not_yet_purged(pair) -> None:
+    store, catalog = pair
+    session = await store.uow.run(lambda tx: writes.create_session(tx, "s", {}))
+    past, future = "2001-01-01T00:00:00.000Z", "2999-01-01T00:00:00.000Z"
+    made = await store.uow.run(lambda tx: writes.add_episodes(tx, [
+        NewEpisode(session.id, "gone", "a", expires_at=past), NewEpisode(session.id, "later", "a", expires_at=future),
+        NewEpisode(session.id, "kept", "a")]))
+    assert await catalog.expired_ids("episodes") == {made[0].id}
+    assert await catalog.expired_ids("entities") == set()
+
+
 async def test_the_store_id_is_stable(pair) -> None:
     _, catalog = pair
     first = await catalog.store_id()

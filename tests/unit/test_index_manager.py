@@ -40,10 +40,11 @@ class World:
         return IndexManager(index or self.index, catalog or self.catalog, self.store, embedder, "fake",
                             verify_seconds=0.05, check_seconds=0.01, lock=lock)
 
-    async def add(self, n: int, text: str = "note") -> list[int]:
+    async def add(self, n: int, text: str = "note", expires_at: str | None = None) -> list[int]:
         if not self.session:
             self.session = (await self.store.uow.run(lambda tx: writes.create_session(tx, "s", {}))).id
-        made = await self.store.uow.run(lambda tx: writes.add_episodes(tx, [NewEpisode(self.session, f"{text} {i}", "ok") for i in range(n)]))
+        made = await self.store.uow.run(lambda tx: writes.add_episodes(
+            tx, [NewEpisode(self.session, f"{text} {i}", "ok", expires_at=expires_at) for i in range(n)]))
         return [e.id for e in made]
 
     async def drain(self, manager: IndexManager, embedder: FakeEmbedder) -> None:
@@ -151,6 +152,27 @@ async def test_lost_and_stray_points_are_repaired_in_place_by_verification(backe
     assert await manager.verify("episodes") == "consistent"
     assert await world.index.point_ids(physical) == ids
     assert manager.repairs == 1 and manager.builds == 0
+    await manager.close()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+async def test_a_record_expired_before_it_was_embedded_is_no_divergence(backend) -> None:
+    # The worker does not embed a record that expired before its turn, and searches never return
+    # it; until the expiry sweep purges it, verification must not "repair" its absent point on
+    # every check (each repair restoring nothing).
+    world, embedder = World(backend()), FakeEmbedder(DIM)
+    manager = world.manager(embedder)
+    await manager.start()
+    kept = await world.add(3)
+    expired = await world.add(1, "gone", expires_at="2001-01-01T00:00:00.000Z")
+    await world.drain(manager, embedder)
+    physical = manager.status()["collections"]["episodes"]["generation"]
+    for _ in range(3):
+        assert await manager.verify("episodes") == "consistent"
+        await manager.refresh()  # the health interval's count check
+        assert manager.status()["collections"]["episodes"]["state"] == "consistent"
+    assert manager.repairs == 0 and manager.builds == 0
+    assert set(await world.index.point_ids(physical)) == set(kept) and expired[0] not in kept
     await manager.close()
 
 
