@@ -302,7 +302,7 @@ def build_server(container: Container, wrote: Callable[[], None] = lambda: None)
         """Connect two entities with a labelled, directed relationship (e.g. Ana -lives_in-> Lisbon);
         the same (from, label, to) again updates its metadata. When a fact replaces an older one
         (Ana moved: -lives_in-> Porto), pass `supersedes=true`: the old edge is closed (kept, with
-        its end time) instead of both looking current. `valid_from`: when it became true (RFC 3339)."""
+        its end time) instead of both looking current (only edges of the same owner are closed). `valid_from`: when it became true (RFC 3339)."""
         try:
             begins = wire_timestamp(valid_from, "valid_from")
         except ValueError as exc:

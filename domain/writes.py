@@ -139,8 +139,9 @@ def relate(tx: Transaction, new: NewRelationship) -> Upserted[Relationship]:
     given ``valid_from``; else the open edge (no ``valid_to``) — unless the new edge is a closed
     interval wholly before it, which is a separate past edge. None of those: a new edge. Without
     validity this is the seed's upsert by triple exactly. ``supersedes`` first closes the other open
-    edges of (from, label) of the same owner (``user_id``) where the new one begins (or now): one
-    user's fact never ends another user's, nor a global one (nor a global fact a user's)."""
+    edges of (from, label) of the same owner (``user_id``; an upserted edge keeps its own) where
+    the new one begins (or now): one user's fact never ends another user's, nor a global one (nor
+    a global fact a user's)."""
     if new.valid_from is not None and new.valid_to is not None and new.valid_to <= new.valid_from:
         raise Invalid("validTo must be later than validFrom", field="validTo")
     same = tx.entities.edges(new.from_id, new.label, new.to_id)
@@ -149,9 +150,12 @@ def relate(tx: Transaction, new: NewRelationship) -> Upserted[Relationship]:
     before_current = (current is not None and new.valid_to is not None and current.valid_from is not None
                       and new.valid_to <= current.valid_from)
     if new.supersedes:
+        # The owner of the edge this write leaves: an upsert of an existing edge keeps its owner.
+        kept = target if target is not None else (None if before_current else current)
+        owner = new.user_id if kept is None else kept.user_id
         begins = new.valid_from or utc_now()
         for old in tx.entities.edges(new.from_id, new.label):
-            if old.valid_to is None and old.to_id != new.to_id and old.user_id == new.user_id:
+            if old.valid_to is None and old.to_id != new.to_id and old.user_id == owner:
                 end = max(begins, old.valid_from) if old.valid_from else begins
                 _versioned(tx, RELATIONSHIPS, old, tx.entities.set_edge(old.id, old.metadata, old.valid_from, end))
     if target is not None:

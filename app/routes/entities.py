@@ -109,7 +109,7 @@ class RelationshipController(Controller):
           description=('Both entities must exist. A triple has at most one open edge (no `validTo`): '
                        'upserting it replaces its metadata and validity. `validFrom`/`validTo` (RFC 3339) say '
                        'when the fact held; `supersedes: true` first closes the other open edges of '
-                       '(fromId, label) at this edge\'s `validFrom` (or now), keeping them as history.'))
+                       '(fromId, label) with the same owner at this edge\'s `validFrom` (or now), keeping them as history.'))
     async def upsert(self, data: UpsertRelationshipBody, entity_service: EntityService) -> Response[RelationshipOut]:
         new = new_record(data, NewRelationship)
         return await answered(lambda: entity_service.relate(new), lambda result: wire(result.item, RelationshipOut),

@@ -145,7 +145,7 @@ class MemoryClient:
     def upsert_relationship(self, *, from_id: int, to_id: int, label: str, metadata: Meta | None = None,
                             user_id: str | None = None, valid_from: datetime | str | None = None,
                             valid_to: datetime | str | None = None, supersedes: bool = False) -> Relationship:
-        """``supersedes`` closes the other open edges of (from_id, label) where this one begins."""
+        """``supersedes`` closes the other open edges of (from_id, label) with the same owner where this one begins."""
         return self.send(c.upsert_relationship(from_id=from_id, to_id=to_id, label=label, metadata=metadata,
                                                      user_id=user_id, valid_from=valid_from, valid_to=valid_to,
                                                      supersedes=supersedes))

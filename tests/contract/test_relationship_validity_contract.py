@@ -87,6 +87,18 @@ async def test_supersedes_closes_only_the_edges_of_the_same_owner(store: Store) 
     assert [v.op for v in await store.history.of_record("relationships", bobs.id, 0, 10)] == []
 
 
+async def test_supersedes_on_an_upserted_edge_closes_the_edges_of_that_edges_owner(store: Store) -> None:
+    # Relating a triple that has an open global edge updates that edge, which stays global: its
+    # supersedes then ends global facts only, not the user's own.
+    lisbon, portugal, france = await entities(store, "Lisbon", "Portugal", "France")
+    global_edge = (await relate(store, NewRelationship(lisbon, portugal, "in"))).item
+    alices = (await relate(store, NewRelationship(lisbon, france, "in", user_id="alice"))).item
+    again = await relate(store, NewRelationship(lisbon, portugal, "in", user_id="alice", supersedes=True))
+    assert again.item.id == global_edge.id and again.item.user_id is None
+    [kept] = [r for r in await store.entities.relationships_of(lisbon, "out") if r.id == alices.id]
+    assert kept.valid_to is None
+
+
 async def test_supersedes_without_valid_from_closes_now(store: Store) -> None:
     ada, acme, globex = await entities(store, "Ada", "Acme", "Globex")
     acme_edge = (await relate(store, NewRelationship(ada, acme, "works_at"))).item
