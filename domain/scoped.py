@@ -198,8 +198,10 @@ class ScopedEntities(_Scoped, EntityService):
         await self.get(new.to_id)
         # The upsert's key (from, to, label) has no owner in it: an edge of another owner between
         # the same (global) entities would be replaced, so it must be one this key may change.
+        # So must a closed edge of the triple that began at the given validFrom: the upsert updates it.
         for edge in await self._inner.relationships(new.from_id, "out"):
-            if edge.to_id == new.to_id and edge.label == new.label and edge.valid_to is None:
+            if edge.to_id == new.to_id and edge.label == new.label and (
+                    edge.valid_to is None or (new.valid_from is not None and edge.valid_from == new.valid_from)):
                 self._changeable(edge, "relationship", f"{new.from_id} -[{new.label}]-> {new.to_id}")
         return await self._inner.relate(new)
 

@@ -257,3 +257,19 @@ def test_creating_a_key_refuses_an_idempotency_key_instead_of_ignoring_it(app_cl
     assert "secret" in body["message"] and "GET /admin/keys" in body["message"]
     assert len(app_client.get("/admin/keys").json()) == before
     assert app_client.post("/admin/keys", json={"name": "plain"}).status_code == 201
+
+
+def test_a_bound_key_cannot_rewrite_another_users_closed_edge_by_its_valid_from(app_client, world):
+    # On global entities the triple has no owner in it: an edge u1 closed, found again by the
+    # validFrom it began at, is u1's to change, not u2's.
+    city = app_client.post("/entities", json={"name": "Porto", "type": "city"}).json()
+    span = {"fromId": world["global"]["id"], "toId": city["id"], "label": "held_in",
+            "validFrom": "2020-01-01T00:00:00Z", "validTo": "2021-01-01T00:00:00Z"}
+    edge = app_client.post("/relationships", json={**span, "userId": "u1", "metadata": {"by": "u1"}}).json()
+    u2 = issue(app_client, userId="u2")
+    answer = app_client.post("/relationships", json={**span, "userId": "u2", "metadata": {"by": "u2"}},
+                             headers=bearer(u2))
+    assert answer.status_code in (403, 404) and "u1" not in answer.text
+    [kept] = [r for r in app_client.get(f"/entities/{world['global']['id']}/relationships").json()
+              if r["id"] == edge["id"]]
+    assert kept["metadata"] == {"by": "u1"}
