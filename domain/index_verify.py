@@ -139,11 +139,12 @@ class Verification(StoreSource):
                     state.points = await self._index.count(state.active.physical)
                 except VectorIndexError:
                     state.points = None
-                # Records expired and not yet purged may lawfully lack points (see ``verify``):
-                # read only when the counts differ by more than the queue explains.
-                if state.points is not None and state.building is None and state.state == CONSISTENT \
-                        and abs(state.rows - state.points) > queued \
-                        and abs(state.rows - state.points) > queued + len(await self._embeddings.expired_ids(state.name)):
+                # Records expired and not yet purged may lawfully lack points (see ``verify``), which
+                # explains missing points, never extra ones; read only when the queue cannot explain.
+                if state.points is not None and state.building is None and state.state == CONSISTENT and (
+                        state.points - state.rows > queued or (
+                            state.rows - state.points > queued
+                            and state.rows - state.points > queued + len(await self._embeddings.expired_ids(state.name)))):
                     state.state = DIVERGED
                     state.reason = (f"{state.points} points against {state.rows} records with {queued} jobs "
                                     "queued; verifying and repairing")
