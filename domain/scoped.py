@@ -26,7 +26,6 @@ from domain.changes import Event
 from domain.context import ContextPackage, ContextService
 from domain.errors import Forbidden, NotFound
 from domain.feed import EventBatch, EventService, HistoryPage, HistoryService
-from domain.limits import MAX_LIMIT
 from domain.listing import CursorPage
 from domain.models import (
     Entity, EntityChanges, Episode, EpisodeChanges, NewEntity, NewEpisode, NewRelationship, NewSummary, Owner, Page,
@@ -138,10 +137,11 @@ class ScopedEpisodes(_Scoped, EpisodeService):
         require(self._p, READ)
         if session_id is not None:
             await self._session(session_id)
-        # The keyword index knows sessions, not owners: a bound key's hits are picked from a deeper list.
-        deeper = limit if session_id is not None or not self._p.bound else MAX_LIMIT
-        hits = await self._inner.search(q, max(limit, deeper), session_id, match)
-        return [hit for hit in hits if self._sees(hit.item)][:limit]
+        # Narrowed in the index, so another user's many matches cannot crowd out this key's few; an
+        # agent-bound key also sees its user's records of no agent, so the agent is checked after.
+        owner = Owner(self._p.user_id) if self._p.bound else Owner()
+        hits = await self._inner.search(q, limit, session_id, match, owner, global_records=self._p.global_read)
+        return [hit for hit in hits if self._sees(hit.item)]
 
 
 class ScopedEntities(_Scoped, EntityService):
@@ -181,16 +181,13 @@ class ScopedEntities(_Scoped, EntityService):
 
     async def by_type(self, entity_type: str, limit: int, offset: int) -> Page[Entity]:
         require(self._p, READ)
-        page = await self._inner.by_type(entity_type, limit, offset)
-        if not self._p.bound:
-            return page
-        # The page's total counts every owner's entities: a bound key is told only what it sees.
-        items = self._only_visible(page.items)
-        return replace(page, items=items, total=offset + len(items))
+        # Narrowed in the store, so the page and its total count only what this key sees.
+        page = await self._inner.by_type(entity_type, limit, offset, self._p.user_id, self._p.global_read)
+        return replace(page, items=self._only_visible(page.items))
 
     async def find_by_name(self, name: str, limit: int) -> list[Entity]:
         require(self._p, READ)
-        return self._only_visible(await self._inner.find_by_name(name, MAX_LIMIT if self._p.bound else limit))[:limit]
+        return self._only_visible(await self._inner.find_by_name(name, limit, self._p.user_id, self._p.global_read))
 
     async def relate(self, new: NewRelationship):
         writing_owner(self._p, Owner(new.user_id), agents=False)

@@ -211,15 +211,18 @@ class EpisodeService:
                                 filter=filter, session_id=session_id, user_id=owner.user_id, agent_id=owner.agent_id)
 
     async def search(
-        self, q: str, limit: int, session_id: int | None = None, match: str = "all"
+        self, q: str, limit: int, session_id: int | None = None, match: str = "all", owner: Owner = Owner(),
+        global_records: bool = False,
     ) -> list[KeywordHit[Episode]]:
-        """Keyword search: plain words by default (``all`` of them, or ``any``); ``fts`` is raw FTS5."""
+        """Keyword search: plain words by default (``all`` of them, or ``any``); ``fts`` is raw FTS5.
+        ``owner`` and ``global_records`` narrow it as ``KeywordIndex.search`` says."""
         check_text(q, "q", maximum=MAX_KEYWORD_QUERY)
         check_limit(limit)
         if match not in MATCH_MODES:
             raise Invalid(f"match must be one of {', '.join(MATCH_MODES)}", field="match")
         mode: MatchMode = match  # type: ignore[assignment]
-        return await self._store.keywords.search("episodes", plain_query(q, mode), limit, session_id=session_id)
+        return await self._store.keywords.search("episodes", plain_query(q, mode), limit, session_id=session_id,
+                                                 owner=owner, global_records=global_records)
 
 
 class EntityService:
@@ -267,11 +270,16 @@ class EntityService:
                                 cursor=cursor, filter=filter, entity_id=entity_id, label=label, user_id=user_id,
                                 as_of=as_of)
 
-    async def by_type(self, entity_type: str, limit: int, offset: int) -> Page[Entity]:
-        return await self._store.entities.by_type(entity_type, check_limit(limit), check_offset(offset))
+    async def by_type(self, entity_type: str, limit: int, offset: int, user_id: str | None = None,
+                      global_records: bool = True) -> Page[Entity]:
+        """``user_id``: that user's entities, and the global ones unless ``global_records`` is False."""
+        return await self._store.entities.by_type(entity_type, check_limit(limit), check_offset(offset), user_id,
+                                                  global_records)
 
-    async def find_by_name(self, name: str, limit: int) -> list[Entity]:
-        return await self._store.entities.find_by_name(check_text(name, "name", maximum=MAX_NAME), check_limit(limit))
+    async def find_by_name(self, name: str, limit: int, user_id: str | None = None,
+                           global_records: bool = True) -> list[Entity]:
+        return await self._store.entities.find_by_name(check_text(name, "name", maximum=MAX_NAME), check_limit(limit),
+                                                       user_id, global_records)
 
     async def delete(self, entity_id: int) -> None:
         await _write(self._store, lambda tx: _found(writes.delete_entity(tx, entity_id) or None, "entity", entity_id))

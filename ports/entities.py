@@ -19,13 +19,16 @@ class Entities(Protocol):
         """The entities that exist among ``entity_ids``, in the order given (each once)."""
         ...
 
-    async def by_type(self, entity_type: str, limit: int, offset: int) -> Page[Entity]:
-        """Entities of one type ordered by name, then id, with the total count."""
+    async def by_type(self, entity_type: str, limit: int, offset: int, user_id: str | None = None,
+                      global_records: bool = True) -> Page[Entity]:
+        """Entities of one type ordered by name, then id, with the total count; with ``user_id``
+        only that user's entities, and the global ones (no owner) unless ``global_records`` is False."""
         ...
 
-    async def find_by_name(self, name: str, limit: int) -> list[Entity]:
+    async def find_by_name(self, name: str, limit: int, user_id: str | None = None,
+                           global_records: bool = True) -> list[Entity]:
         """Case-insensitive (Unicode casefold) substring match on name, ``%``/``_`` literal;
-        exact matches first, then by name, then id."""
+        exact matches first, then by name, then id; ``user_id`` and ``global_records`` as in ``by_type``."""
         ...
 
     async def mentioned_in(self, texts: Sequence[str], limit: int, user_id: str | None = None) -> list[Entity]:

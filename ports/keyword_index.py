@@ -26,6 +26,7 @@ class KeywordIndex(Protocol):
         until: datetime | None = None,
         owner: Owner = Owner(),
         metadata: MetadataFilter | None = None,
+        global_records: bool = False,
     ) -> list[KeywordHit]:
         """Best first (BM25 or the adapter's equivalent), at most ``limit`` hits, ties by id.
 
@@ -34,7 +35,8 @@ class KeywordIndex(Protocol):
         ``Invalid`` (field ``q``). ``session_id`` does not apply to kinds outside sessions
         (entities); ``since``/``until`` bound ``created_at`` inclusively. ``owner`` keeps the records
         of that user (``user_id``) and agent (``agent_id``; not applied to entities, which have no
-        agent); ``metadata`` keeps the records whose metadata ``MetadataFilter.matches``. Expired
-        records are never returned (a hit list may then hold fewer than ``limit``).
+        agent), and with ``global_records`` the records of no user (``user_id`` None) too;
+        ``metadata`` keeps the records whose metadata ``MetadataFilter.matches``. Expired records
+        are never returned (a hit list may then hold fewer than ``limit``).
         """
         ...

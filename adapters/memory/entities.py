@@ -12,6 +12,10 @@ from domain.models import Entity, EntityChanges, NewEntity, NewRelationship, Pag
 from ports.entities import Direction
 
 
+def _owned(entity: Entity, user_id: str | None, global_records: bool) -> bool:
+    return user_id is None or entity.user_id == user_id or (global_records and entity.user_id is None)
+
+
 class MemoryEntities:
     def __init__(self, state: MemoryState) -> None:
         self._s = state
@@ -24,14 +28,18 @@ class MemoryEntities:
         return [self._s.entities[i] for i in dict.fromkeys(entity_ids) if i in self._s.entities
                 and live(self._s.entities[i])]
 
-    async def by_type(self, entity_type: str, limit: int, offset: int) -> Page[Entity]:
-        ordered = sorted((e for e in self._s.entities.values() if e.type == entity_type and live(e)),
+    async def by_type(self, entity_type: str, limit: int, offset: int, user_id: str | None = None,
+                      global_records: bool = True) -> Page[Entity]:
+        ordered = sorted((e for e in self._s.entities.values()
+                          if e.type == entity_type and live(e) and _owned(e, user_id, global_records)),
                          key=lambda e: (e.name, e.id))
         return page_of(ordered, limit, offset)
 
-    async def find_by_name(self, name: str, limit: int) -> list[Entity]:
+    async def find_by_name(self, name: str, limit: int, user_id: str | None = None,
+                           global_records: bool = True) -> list[Entity]:
         needle = name.casefold()
-        found = [e for e in self._s.entities.values() if needle in e.name.casefold() and live(e)]
+        found = [e for e in self._s.entities.values()
+                 if needle in e.name.casefold() and live(e) and _owned(e, user_id, global_records)]
         found.sort(key=lambda e: (e.name.casefold() != needle, e.name, e.id))
         return found[:limit]
 

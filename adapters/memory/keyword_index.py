@@ -25,7 +25,7 @@ class MemoryKeywordIndex:
     async def search(
         self, source: Source, query: KeywordQuery, limit: int, session_id: int | None = None,
         since: datetime | None = None, until: datetime | None = None, owner: Owner = Owner(),
-        metadata: MetadataFilter | None = None,
+        metadata: MetadataFilter | None = None, global_records: bool = False,
     ) -> list[KeywordHit]:
         if query.is_empty or limit <= 0 or not query.terms:
             return []
@@ -48,9 +48,9 @@ class MemoryKeywordIndex:
                 continue
             if (lo and item.created_at < lo) or (hi and item.created_at > hi):
                 continue
-            if not live(item) or (owner.user_id is not None and item.user_id != owner.user_id):
-                continue
-            if owner.agent_id is not None and kind.in_sessions and item.agent_id != owner.agent_id:
+            if not live(item) or not (global_records and item.user_id is None) and (
+                    (owner.user_id is not None and item.user_id != owner.user_id)
+                    or (owner.agent_id is not None and kind.in_sessions and item.agent_id != owner.agent_id)):
                 continue
             if metadata and not metadata.matches(item.metadata):
                 continue

@@ -30,17 +30,21 @@ class PostgresEntities(Reads):
     async def get_many(self, entity_ids: Sequence[int]) -> list[Entity]:
         return await self._many_by_id("entities", entity_ids, rows.entity_of, live=True)
 
-    async def by_type(self, entity_type: str, limit: int, offset: int) -> Page[Entity]:
-        return await self._page("entities", f"type = %s AND {rows.live()}", (entity_type, utc_now()),
+    async def by_type(self, entity_type: str, limit: int, offset: int, user_id: str | None = None,
+                      global_records: bool = True) -> Page[Entity]:
+        mine, owner = rows.owned(user_id, global_records)
+        return await self._page("entities", f"type = %s AND {rows.live()}{mine}", (entity_type, utc_now(), *owner),
                                 "name COLLATE \"C\", id", limit, offset, rows.entity_of)
 
-    async def find_by_name(self, name: str, limit: int) -> list[Entity]:
+    async def find_by_name(self, name: str, limit: int, user_id: str | None = None,
+                           global_records: bool = True) -> list[Entity]:
         # strpos, not LIKE: % and _ in a name are literal.
         needle = name.casefold()
+        mine, owner = rows.owned(user_id, global_records)
         return await self._all(
-            f"SELECT {_COLUMNS} FROM entities WHERE strpos(name_folded, %s) > 0 AND {rows.live()}"
+            f"SELECT {_COLUMNS} FROM entities WHERE strpos(name_folded, %s) > 0 AND {rows.live()}{mine}"
             " ORDER BY name_folded = %s DESC, name COLLATE \"C\", id LIMIT %s",
-            (needle, utc_now(), needle, limit), rows.entity_of)
+            (needle, utc_now(), *owner, needle, limit), rows.entity_of)
 
     async def mentioned_in(self, texts: Sequence[str], limit: int, user_id: str | None = None) -> list[Entity]:
         haystack = "\n".join(texts).casefold()

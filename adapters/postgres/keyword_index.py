@@ -35,7 +35,7 @@ class PostgresKeywordIndex(Reads):
     async def search(
         self, source: Source, query: KeywordQuery, limit: int, session_id: int | None = None,
         since: datetime | None = None, until: datetime | None = None, owner: Owner = Owner(),
-        metadata: MetadataFilter | None = None,
+        metadata: MetadataFilter | None = None, global_records: bool = False,
     ) -> list[KeywordHit]:
         if query.is_empty or limit <= 0 or tsquery_of(query) is None:  # Invalid (q) before any I/O
             return []
@@ -49,12 +49,15 @@ class PostgresKeywordIndex(Reads):
         if until is not None:
             where.append("t.created_at <= %s")
             params.append(format_timestamp(until))
+        mine, agent = [], owner.agent_id is not None and KINDS[source].in_sessions
         if owner.user_id is not None:
-            where.append("t.user_id = %s")
+            mine.append("t.user_id = %s")
             params.append(owner.user_id)
-        if owner.agent_id is not None and KINDS[source].in_sessions:
-            where.append("t.agent_id = %s")
+        if agent:
+            mine.append("t.agent_id = %s")
             params.append(owner.agent_id)
+        if mine:
+            where.append(f"(({' AND '.join(mine)}) OR t.user_id IS NULL)" if global_records else " AND ".join(mine))
         if metadata:
             sql, values = metadata_sql(metadata, "t.metadata")
             where.append(sql)

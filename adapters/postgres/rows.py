@@ -32,6 +32,14 @@ def live(alias: str = "") -> str:
     return f"({alias}expires_at IS NULL OR {alias}expires_at > %s)"
 
 
+def owned(user_id: str | None, global_records: bool = True) -> tuple[str, tuple]:
+    """`` AND`` the condition "of this user (and the global records)" with its parameters;
+    nothing without a user."""
+    if user_id is None:
+        return "", ()
+    return (" AND (user_id IS NULL OR user_id = %s)" if global_records else " AND user_id = %s"), (user_id,)
+
+
 def session_of(row) -> Session:
     return Session(row["id"], row["external_id"], row["metadata"], row["created_at"], row["updated_at"],
                    row["user_id"], row["agent_id"])

@@ -23,17 +23,21 @@ class SqliteEntities(Reads):
     async def get_many(self, entity_ids: Sequence[int]) -> list[Entity]:
         return await self._many_by_id("entities", entity_ids, rows.entity_of, live=True)
 
-    async def by_type(self, entity_type: str, limit: int, offset: int) -> Page[Entity]:
-        return await self._page("entities", f"type = ? AND {rows.live()}", (entity_type, utc_now()), "name, id",
-                                limit, offset, rows.entity_of)
+    async def by_type(self, entity_type: str, limit: int, offset: int, user_id: str | None = None,
+                      global_records: bool = True) -> Page[Entity]:
+        mine, owner = rows.owned(user_id, global_records)
+        return await self._page("entities", f"type = ? AND {rows.live()}{mine}", (entity_type, utc_now(), *owner),
+                                "name, id", limit, offset, rows.entity_of)
 
-    async def find_by_name(self, name: str, limit: int) -> list[Entity]:
+    async def find_by_name(self, name: str, limit: int, user_id: str | None = None,
+                           global_records: bool = True) -> list[Entity]:
         # instr, not LIKE: % and _ in a name are literal, and casefold() folds beyond ASCII.
         needle = name.casefold()
+        mine, owner = rows.owned(user_id, global_records)
         return await self._all(
-            f"SELECT * FROM entities WHERE instr(casefold(name), ?) > 0 AND {rows.live()}"
+            f"SELECT * FROM entities WHERE instr(casefold(name), ?) > 0 AND {rows.live()}{mine}"
             " ORDER BY casefold(name) = ? DESC, name, id LIMIT ?+0",
-            (needle, utc_now(), needle, limit), rows.entity_of,
+            (needle, utc_now(), *owner, needle, limit), rows.entity_of,
         )
 
     async def mentioned_in(self, texts: Sequence[str], limit: int, user_id: str | None = None) -> list[Entity]:

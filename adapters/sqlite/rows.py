@@ -68,6 +68,14 @@ def live(alias: str = "") -> str:
     return f"({alias}expires_at IS NULL OR {alias}expires_at > ?)"
 
 
+def owned(user_id: str | None, global_records: bool = True) -> tuple[str, tuple]:
+    """`` AND`` the condition "of this user (and the global records)" with its parameters;
+    nothing without a user."""
+    if user_id is None:
+        return "", ()
+    return (" AND (user_id IS NULL OR user_id = ?)" if global_records else " AND user_id = ?"), (user_id,)
+
+
 def job_of(row: sqlite3.Row) -> OutboxJob:
     return OutboxJob(
         row["id"], row["collection"], row["op"], row["ref_id"], row["attempts"], row["created_at"],

@@ -273,3 +273,23 @@ def test_a_bound_key_cannot_rewrite_another_users_closed_edge_by_its_valid_from(
     [kept] = [r for r in app_client.get(f"/entities/{world['global']['id']}/relationships").json()
               if r["id"] == edge["id"]]
     assert kept["metadata"] == {"by": "u1"}
+
+
+def test_another_users_many_records_never_crowd_a_bound_keys_few_out_of_its_lists_and_searches(app_client):
+    # u2's records sort and rank ahead of u1's and outnumber every page and search depth.
+    session = app_client.post("/sessions", json={"externalId": "u2-busy", "userId": "u2"}).json()
+    for _ in range(2):
+        assert app_client.post("/episodes/batch", json={"episodes": [
+            {"sessionId": session["id"], "userMessage": "kite kite kite", "aiResponse": "kite"}] * 600}).status_code == 201
+    for n in range(60):
+        app_client.post("/entities", json={"name": f"Aa kite {n:02}", "type": "person", "userId": "u2"})
+    mine = app_client.post("/sessions", json={"externalId": "u1-chat", "userId": "u1"}).json()
+    episode = app_client.post("/episodes", json={"sessionId": mine["id"], "userMessage": "a kite at the beach",
+                                                 "aiResponse": "windy, long words about the weather"}).json()
+    person = app_client.post("/entities", json={"name": "Zoe kite", "type": "person", "userId": "u1"}).json()
+    key = bearer(issue(app_client, userId="u1"))
+    page = app_client.get("/entities/by-type/person?limit=10", headers=key).json()
+    assert [e["id"] for e in page["items"]] == [person["id"]] and page["total"] == 1
+    assert [e["id"] for e in app_client.get("/entities/search?name=kite&limit=5", headers=key).json()] == [person["id"]]
+    hits = app_client.get("/episodes/search?q=kite&limit=5", headers=key).json()
+    assert [h["episode"]["id"] for h in hits["results"]] == [episode["id"]]

@@ -141,3 +141,21 @@ async def test_deleting_a_relationship_returns_true_then_false(store: Store) -> 
     assert await store.uow.run(lambda tx: writes.unrelate(tx, ada.id, bob.id, "knows")) is True
     assert await store.uow.run(lambda tx: writes.unrelate(tx, ada.id, bob.id, "knows")) is False
     assert await store.entities.get(ada.id) is not None
+
+
+async def test_by_type_and_name_narrowed_to_a_user_count_only_that_users_and_the_global_entities(store: Store) -> None:
+    # Narrowed in the store, not after it: another user's many entities ahead in the order can
+    # neither crowd a user's out of the page nor inflate its total.
+    for n in range(5):
+        await store.uow.run(lambda tx: writes.upsert_entity(tx, NewEntity(f"Aa bob {n}", "person", user_id="bob")))
+    ana = (await store.uow.run(lambda tx: writes.upsert_entity(tx, NewEntity("Zed ana", "person", user_id="ana")))).item
+    shared = (await store.uow.run(lambda tx: writes.upsert_entity(tx, NewEntity("Zz shared", "person")))).item
+    page = await store.entities.by_type("person", 2, 0, "ana")
+    assert [e.id for e in page.items] == [ana.id, shared.id] and page.total == 2
+    own = await store.entities.by_type("person", 2, 0, "ana", global_records=False)
+    assert [e.id for e in own.items] == [ana.id] and own.total == 1
+    assert (await store.entities.by_type("person", 10, 0)).total == 7
+    assert [e.id for e in await store.entities.find_by_name("z", 1, "ana")] == [ana.id]
+    assert [e.id for e in await store.entities.find_by_name("z", 5, "ana")] == [ana.id, shared.id]
+    assert await store.entities.find_by_name("bob", 5, "ana") == []
+    assert [e.id for e in await store.entities.find_by_name("z", 5, "ana", global_records=False)] == [ana.id]

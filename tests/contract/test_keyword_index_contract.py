@@ -14,7 +14,7 @@ import pytest
 from domain import writes
 from domain.errors import Invalid
 from domain.keywords import KeywordQuery, plain_query, recall_query
-from domain.models import EpisodeChanges, NewEntity, NewEpisode, NewSummary, format_timestamp
+from domain.models import EpisodeChanges, NewEntity, NewEpisode, NewSummary, Owner, format_timestamp
 from ports.store import Store
 from tests.contract.store_helpers import SYNTAX_AND_UNICODE, T0, a_session, at, search
 
@@ -217,3 +217,24 @@ async def test_fts_mode_passes_syntax_through_where_supported(store: Store) -> N
     else:  # the same text read as plain terms: "alpha", "or", "zeta" all required
         assert either == []
         assert await search(store, "alpha", "fts") == [alpha.id]
+
+
+async def test_an_owner_with_global_records_keeps_that_users_records_and_those_of_no_user(store: Store) -> None:
+    sessions = {}
+    for name, owner in (("ana", Owner("ana", "bot")), ("bob", Owner("bob")), ("shared", Owner())):
+        sessions[name] = await store.uow.run(lambda tx: writes.create_session(tx, name, {}, owner))
+    ids = {}
+    for name, session in sessions.items():
+        [episode] = await store.uow.run(lambda tx: writes.add_episodes(tx, [NewEpisode(session.id, "kite", name)]))
+        ids[name] = episode.id
+
+    async def found(owner: Owner, global_records: bool) -> set[int]:
+        hits = await store.keywords.search("episodes", plain_query("kite", "all"), 10, owner=owner,
+                                           global_records=global_records)
+        return {hit.item.id for hit in hits}
+
+    assert await found(Owner("ana"), False) == {ids["ana"]}
+    assert await found(Owner("ana"), True) == {ids["ana"], ids["shared"]}
+    assert await found(Owner("ana", "other"), True) == {ids["shared"]}
+    assert await found(Owner("ana", "bot"), True) == {ids["ana"], ids["shared"]}
+    assert await found(Owner(), True) == set(ids.values())
