@@ -10,6 +10,7 @@ from collections.abc import Callable, Collection
 from typing import Any
 
 from mcp.server import MCPServer
+from mcp.server.transport_security import TransportSecuritySettings
 
 from app import heap
 from app.auth import PRINCIPAL, Denied, allowed_mcp_hosts, bearer_token, check_mcp_origin, send_denied
@@ -19,6 +20,11 @@ from app.mcp_mount import MCP_PATH
 from app.mcp_server import Transport, build_server
 
 log = logging.getLogger("nexusai.mcp")
+
+# Host and Origin are checked before the SDK's app, against MCP_ALLOWED_HOSTS and without regard to
+# case (``check_mcp_origin``). Bound to loopback, the SDK would add a check of its own, case-sensitive
+# and with its own list, answering 421 to hosts the operator allowed.
+OUR_HOST_CHECK = TransportSecuritySettings(enable_dns_rebinding_protection=False)
 
 
 class KeyedMcp:
@@ -52,7 +58,7 @@ def mounted_app(container: Container, settings: Settings, wrote: Callable[[], No
 
     server = build_server(container, wrote)
     server.streamable_http_app(streamable_http_path=MCP_PATH, host=settings.host,  # creates the session manager
-                               stateless_http=stateless)
+                               stateless_http=stateless, transport_security=OUR_HOST_CHECK)
     return StreamableHTTPASGIApp(server.session_manager), server.session_manager
 
 
@@ -86,7 +92,7 @@ async def run(settings: Settings, transport: Transport, host: str, port: int) ->
 async def _serve_http(server: MCPServer, settings: Settings, host: str, port: int, authenticator: Any) -> None:
     import uvicorn
 
-    app: Any = server.streamable_http_app(streamable_http_path=MCP_PATH, host=host)
+    app: Any = server.streamable_http_app(streamable_http_path=MCP_PATH, host=host, transport_security=OUR_HOST_CHECK)
     app = KeyedMcp(app, authenticator, allowed_mcp_hosts(settings.mcp_allowed_hosts, host))
     log.info("MCP over streamable HTTP at http://%s:%d%s", host, port, MCP_PATH)
     config = uvicorn.Config(app, host=host, port=port, log_level=settings.log_level, access_log=False,

@@ -293,3 +293,18 @@ def test_another_users_many_records_never_crowd_a_bound_keys_few_out_of_its_list
     assert [e["id"] for e in app_client.get("/entities/search?name=kite&limit=5", headers=key).json()] == [person["id"]]
     hits = app_client.get("/episodes/search?q=kite&limit=5", headers=key).json()
     assert [h["episode"]["id"] for h in hits["results"]] == [episode["id"]]
+
+
+@pytest.mark.parametrize("host", ["memory.internal", "MEMORY.Internal:3002", "LOCALHOST:3002"])
+def test_mcp_answers_every_host_it_is_configured_for_in_any_case(make_settings, host):
+    # Bound to loopback, the MCP SDK would add its own host check, with its own list and exact
+    # (case-sensitive) matching: MCP_ALLOWED_HOSTS alone decides, and host names have no case.
+    settings = make_settings(memory_api_key=ADMIN_KEY, host="127.0.0.1",
+                             mcp_allowed_hosts=("memory.internal", "localhost"))
+    request = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+    with TestClient(create_app(settings)) as client:
+        answer = client.post("/mcp", json=request, headers={
+            **bearer(ADMIN_KEY), "Host": host, "Accept": "application/json, text/event-stream"})
+    assert answer.status_code == 200, answer.text
+    assert "serverInfo" in answer.text
