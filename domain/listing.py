@@ -141,6 +141,10 @@ def metadata_filter(raw: str | None) -> MetadataFilter:
         decoded: Any = json.loads(raw)
     except (ValueError, RecursionError):
         raise Invalid('filter must be JSON such as {"metadata": {"topic": "pets"}}', field="filter") from None
+    try:  # json.loads takes a lone surrogate escape ("\\ud800"), which no store can hold or compare
+        json.dumps(decoded, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        raise Invalid("filter must hold text only (a lone surrogate escape is not a character)", field="filter") from None
     return parse_filter(decoded)
 
 

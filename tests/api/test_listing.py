@@ -137,6 +137,11 @@ def test_a_cursor_whose_position_was_edited_is_a_400_not_a_silently_wrong_page(c
     ({"filter": '{"metadata": {"k": {"near": 1}}}'}, "filter.metadata.k"),
     ({"filter": '{"tags": 1}'}, "filter"),
     ({"filter": "[1]"}, "filter"),
+    # A lone surrogate escape decodes to a str no store can bind: a 400, not a 500.
+    ({"filter": '{"metadata": {"\\ud800": 1}}'}, "filter"),
+    ({"filter": '{"metadata": {"k": "\\udfff"}}'}, "filter"),
+    ({"filter": '{"metadata": {"k": {"in": ["a", "\\ud800"]}}}'}, "filter"),
+    ({"filter": '{"metadata": {"k": {"gte": "\\ud800"}}}'}, "filter"),
     ({"order": "sideways"}, "order"),
     ({"limit": 0}, "limit"),
     ({"limit": 100000}, "limit"),
