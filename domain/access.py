@@ -194,3 +194,7 @@ def may_forget(principal: Principal, user_id: str) -> None:
     require(principal, FORGET)
     if principal.bound and user_id != principal.user_id:
         raise Forbidden(f"this key may forget only user {principal.user_id!r}", field="userId")
+    # Forgetting a user removes every agent's records of theirs, which an agent's key cannot see.
+    if principal.agent_id is not None:
+        raise Forbidden(f"a key bound to agent {principal.agent_id!r} may not forget its user: that removes "
+                        "the records of every agent; use a key bound to the user alone", field="userId")

@@ -143,6 +143,14 @@ def test_scopes_limit_what_a_key_may_do(app_client, world):
     assert app_client.get(f"/sessions/{world['u2']['session']['id']}").status_code == 200
 
 
+def test_a_key_bound_to_an_agent_cannot_forget_its_user(app_client, world):
+    # Forgetting u1 removes every agent's records of u1, which an agent's key cannot see.
+    agents = issue(app_client, userId="u1", agentId="a1", scopes=["read", "write", "forget"])
+    refused = app_client.delete("/users/u1", headers=bearer(agents))
+    assert refused.status_code == 403 and refused.json()["field"] == "userId"
+    assert app_client.get(f"/sessions/{world['u1']['session']['id']}").status_code == 200
+
+
 def test_history_and_the_feed_of_a_bound_key(app_client, world):
     key = issue(app_client, userId="u1")
     app_client.patch(f"/entities/{world['u2']['person']['id']}", json={"notes": "u2 private note"})
