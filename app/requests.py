@@ -102,6 +102,7 @@ class DeleteRelationship(Body):
     from_id: Id
     to_id: Id
     label: Name
+    user_id: Name | None = None  # only this owner's edges; a key bound to a user: its own
 
 
 class CreateSummary(Body):

@@ -193,11 +193,10 @@ class ScopedEntities(_Scoped, EntityService):
         writing_owner(self._p, Owner(new.user_id), agents=False)
         await self.get(new.from_id)
         await self.get(new.to_id)
-        # The upsert's key (from, to, label) has no owner in it: an edge of another owner between
-        # the same (global) entities would be replaced, so it must be one this key may change.
-        # So must a closed edge of the triple that began at the given validFrom: the upsert updates it.
+        # The upsert changes an edge of the triple with the new edge's owner (the key's): its open
+        # one, or the one that began at the given validFrom. Another owner's edges are not touched.
         for edge in await self._inner.relationships(new.from_id, "out"):
-            if edge.to_id == new.to_id and edge.label == new.label and (
+            if edge.to_id == new.to_id and edge.label == new.label and edge.user_id == new.user_id and (
                     edge.valid_to is None or (new.valid_from is not None and edge.valid_from == new.valid_from)):
                 self._changeable(edge, "relationship", f"{new.from_id} -[{new.label}]-> {new.to_id}")
         return await self._inner.relate(new)
@@ -206,15 +205,17 @@ class ScopedEntities(_Scoped, EntityService):
         await self.get(entity_id)
         return self._only_visible(await self._inner.relationships(entity_id, direction, as_of))
 
-    async def unrelate(self, from_id: int, to_id: int, label: str) -> None:
+    async def unrelate(self, from_id: int, to_id: int, label: str, user_id: str | None = None) -> None:
+        # A bound key deletes its own user's edges of the triple only (naming no owner means its own).
+        owner = reading_owner(self._p, Owner(user_id)).user_id if self._p.bound else user_id
         await self.get(from_id)
-        edges = [e for e in await self._inner.relationships(from_id, "out")
-                 if e.to_id == to_id and e.label == label and self._sees(e)]
+        edges = [e for e in await self._inner.relationships(from_id, "out") if e.to_id == to_id
+                 and e.label == label and (owner is None or e.user_id == owner) and self._sees(e)]
         for edge in edges:
             self._changeable(edge, "relationship", f"{from_id} -[{label}]-> {to_id}")
         if not edges:
             raise NotFound(f"relationship {from_id} -[{label}]-> {to_id} does not exist")
-        await self._inner.unrelate(from_id, to_id, label)
+        await self._inner.unrelate(from_id, to_id, label, owner)
 
 
 class ScopedSummaries(_Scoped, SummaryService):

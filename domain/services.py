@@ -298,9 +298,12 @@ class EntityService:
         _found(await self._store.entities.get(entity_id), "entity", entity_id)
         return await self._store.entities.relationships_of(entity_id, direction, as_of)
 
-    async def unrelate(self, from_id: int, to_id: int, label: str) -> None:
+    async def unrelate(self, from_id: int, to_id: int, label: str, user_id: str | None = None) -> None:
+        """Delete the relationship's edges: with ``user_id`` that user's, else every owner's."""
+        check_owner(Owner(user_id))
+
         def unit(tx) -> bool:
-            if not writes.unrelate(tx, from_id, to_id, label):
+            if not writes.unrelate(tx, from_id, to_id, label, user_id):
                 raise NotFound(f"relationship {from_id} -[{label}]-> {to_id} does not exist")
             return True
 

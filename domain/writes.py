@@ -135,27 +135,25 @@ def delete_entity(tx: Transaction, entity_id: int) -> bool:
 
 
 def relate(tx: Transaction, new: NewRelationship) -> Upserted[Relationship]:
-    """Upsert an edge of (from, to, label). Which one: the edge of the triple that began at the
-    given ``valid_from``; else the open edge (no ``valid_to``) — unless the new edge is a closed
-    interval wholly before it, which is a separate past edge. None of those: a new edge. Without
-    validity this is the seed's upsert by triple exactly. ``supersedes`` first closes the other open
-    edges of (from, label) of the same owner (``user_id``; an upserted edge keeps its own) where
-    the new one begins (or now): one user's fact never ends another user's, nor a global one (nor
-    a global fact a user's)."""
+    """Upsert an edge of (from, to, label) of the new edge's owner (``user_id``; None: global) —
+    the owner is part of what a relationship is, as of an entity, so one user's fact neither
+    replaces nor blocks another user's or a global one. Which edge: the owner's edge of the triple
+    that began at the given ``valid_from``; else its open edge (no ``valid_to``) — unless the new
+    edge is a closed interval wholly before it, which is a separate past edge. None of those: a
+    new edge. Without owners or validity this is the seed's upsert by triple exactly.
+    ``supersedes`` first closes the owner's other open edges of (from, label) where the new one
+    begins (or now)."""
     if new.valid_from is not None and new.valid_to is not None and new.valid_to <= new.valid_from:
         raise Invalid("validTo must be later than validFrom", field="validTo")
-    same = tx.entities.edges(new.from_id, new.label, new.to_id)
+    same = [e for e in tx.entities.edges(new.from_id, new.label, new.to_id) if e.user_id == new.user_id]
     target = next((e for e in same if new.valid_from is not None and e.valid_from == new.valid_from), None)
     current = next((e for e in same if e.valid_to is None), None)
     before_current = (current is not None and new.valid_to is not None and current.valid_from is not None
                       and new.valid_to <= current.valid_from)
     if new.supersedes:
-        # The owner of the edge this write leaves: an upsert of an existing edge keeps its owner.
-        kept = target if target is not None else (None if before_current else current)
-        owner = new.user_id if kept is None else kept.user_id
         begins = new.valid_from or utc_now()
         for old in tx.entities.edges(new.from_id, new.label):
-            if old.valid_to is None and old.to_id != new.to_id and old.user_id == owner:
+            if old.valid_to is None and old.to_id != new.to_id and old.user_id == new.user_id:
                 end = max(begins, old.valid_from) if old.valid_from else begins
                 _versioned(tx, RELATIONSHIPS, old, tx.entities.set_edge(old.id, old.metadata, old.valid_from, end))
     if target is not None:
@@ -175,10 +173,11 @@ def relate(tx: Transaction, new: NewRelationship) -> Upserted[Relationship]:
     return upserted
 
 
-def unrelate(tx: Transaction, from_id: int, to_id: int, label: str) -> bool:
-    """Delete the edges of (from, to, label), open and closed; each gets its ``deleted`` version."""
-    edges = tx.entities.edges(from_id, label, to_id)
-    if not tx.entities.unrelate(from_id, to_id, label):
+def unrelate(tx: Transaction, from_id: int, to_id: int, label: str, user_id: str | None = None) -> bool:
+    """Delete the edges of (from, to, label), open and closed — with ``user_id`` only that user's;
+    each gets its ``deleted`` version."""
+    edges = [e for e in tx.entities.edges(from_id, label, to_id) if user_id is None or e.user_id == user_id]
+    if not tx.entities.unrelate(from_id, to_id, label, user_id):
         return False
     for edge in edges:
         _versioned(tx, RELATIONSHIPS, edge, None)

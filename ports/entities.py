@@ -68,14 +68,16 @@ class EntityWrites(Protocol):
         ...
 
     def relate(self, relationship: NewRelationship) -> Upserted[Relationship]:
-        """Create the open edge (``valid_to`` None) of (from_id, to_id, label), or replace its
-        metadata, validity (``valid_from`` kept when not given) and so maybe close it (``created``
-        False, ``before`` as it was). At most one edge of a triple is open; closed ones are kept
-        beside it. An unknown end raises ``NotFound`` (field ``fromId`` / ``toId``)."""
+        """Create the open edge (``valid_to`` None) of (from_id, to_id, label) with the new edge's
+        owner (``user_id``, None: global), or replace its metadata, validity (``valid_from`` kept
+        when not given) and so maybe close it (``created`` False, ``before`` as it was). Each owner
+        has at most one open edge of a triple; closed ones are kept beside it. An unknown end
+        raises ``NotFound`` (field ``fromId`` / ``toId``)."""
         ...
 
-    def unrelate(self, from_id: int, to_id: int, label: str) -> bool:
-        """Delete every edge of (from_id, to_id, label), open and closed; ``False`` when none."""
+    def unrelate(self, from_id: int, to_id: int, label: str, user_id: str | None = None) -> bool:
+        """Delete the edges of (from_id, to_id, label), open and closed — with ``user_id``, only
+        that user's; ``False`` when none."""
         ...
 
     def edges(self, from_id: int, label: str, to_id: int | None = None) -> list[Relationship]:

@@ -103,7 +103,8 @@ class EntityTx:
         for field, entity_id in (("fromId", r.from_id), ("toId", r.to_id)):
             if entity_id not in self._s.entities:
                 raise NotFound(f"entity {entity_id} does not exist", field=field)
-        old = next((x for x in self.edges(r.from_id, r.label, r.to_id) if x.valid_to is None), None)
+        old = next((x for x in self.edges(r.from_id, r.label, r.to_id) if x.valid_to is None and x.user_id == r.user_id),
+                   None)
         if old is not None:
             return Upserted(self.set_edge(old.id, r.metadata, r.valid_from or old.valid_from, r.valid_to), False, old)
         return Upserted(self.add_edge(r), True)
@@ -125,8 +126,8 @@ class EntityTx:
             del self._s.entities[entity_id]
         return ids, len(doomed)
 
-    def unrelate(self, from_id: int, to_id: int, label: str) -> bool:
-        gone = [x.id for x in self.edges(from_id, label, to_id)]
+    def unrelate(self, from_id: int, to_id: int, label: str, user_id: str | None = None) -> bool:
+        gone = [x.id for x in self.edges(from_id, label, to_id) if user_id is None or x.user_id == user_id]
         for rel_id in gone:
             del self._s.relationships[rel_id]
         return bool(gone)

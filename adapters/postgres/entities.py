@@ -120,8 +120,9 @@ class EntityTx(Writes):
             if conn.execute("SELECT 1 FROM entities WHERE id = %s", (entity_id,)).fetchone() is None:
                 raise NotFound(f"entity {entity_id} does not exist", field=field)
         row = conn.execute(
-            "SELECT * FROM relationships WHERE from_id = %s AND to_id = %s AND label = %s AND valid_to IS NULL"
-            " FOR UPDATE", (r.from_id, r.to_id, r.label)).fetchone()
+            "SELECT * FROM relationships WHERE from_id = %s AND to_id = %s AND label = %s"
+            " AND user_id IS NOT DISTINCT FROM %s AND valid_to IS NULL FOR UPDATE",
+            (r.from_id, r.to_id, r.label, r.user_id)).fetchone()
         if row is not None:
             before = rows.relationship_of(row)
             after = self.set_edge(before.id, r.metadata, r.valid_from or before.valid_from, r.valid_to)
@@ -145,9 +146,10 @@ class EntityTx(Writes):
         conn.execute("DELETE FROM entities WHERE user_id = %s", (user_id,))
         return ids, edges
 
-    def unrelate(self, from_id: int, to_id: int, label: str) -> bool:
-        return self._conn.execute("DELETE FROM relationships WHERE from_id = %s AND to_id = %s AND label = %s",
-                                  (from_id, to_id, label)).rowcount > 0
+    def unrelate(self, from_id: int, to_id: int, label: str, user_id: str | None = None) -> bool:
+        mine, owner = rows.owned(user_id, global_records=False)
+        return self._conn.execute(f"DELETE FROM relationships WHERE from_id = %s AND to_id = %s AND label = %s{mine}",
+                                  (from_id, to_id, label, *owner)).rowcount > 0
 
     def delete_expired(self, now: str, limit: int) -> list[int]:
         return expire(self._conn, "entities", now, limit)

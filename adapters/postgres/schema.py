@@ -234,6 +234,13 @@ MIGRATIONS: list[list[str]] = [
     ],
     # version 4: a claim looks up the other jobs of each record it takes (one record in flight once)
     ["CREATE INDEX idx_outbox_record ON embedding_outbox(collection, ref_id) WHERE dead_at IS NULL"],
+    # version 5: a relationship's owner is part of what it is, as an entity's is: each owner ('' for
+    # none) has at most one open edge of a triple
+    [
+        "DROP INDEX idx_relationships_open",
+        "CREATE UNIQUE INDEX idx_relationships_open ON relationships(from_id, to_id, label, coalesce(user_id, ''))"
+        " WHERE valid_to IS NULL",
+    ],
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -123,8 +123,8 @@ class EntityTx(Writes):
             if conn.execute("SELECT 1 FROM entities WHERE id = ?", (entity_id,)).fetchone() is None:
                 raise NotFound(f"entity {entity_id} does not exist", field=field)
         row = conn.execute(
-            "SELECT * FROM relationships WHERE from_id = ? AND to_id = ? AND label = ? AND valid_to IS NULL",
-            (r.from_id, r.to_id, r.label),
+            "SELECT * FROM relationships WHERE from_id = ? AND to_id = ? AND label = ? AND user_id IS ?"
+            " AND valid_to IS NULL", (r.from_id, r.to_id, r.label, r.user_id),
         ).fetchone()
         if row is not None:
             before = rows.relationship_of(row)
@@ -152,9 +152,10 @@ class EntityTx(Writes):
         conn.execute("DELETE FROM entities WHERE user_id = ?", (user_id,))
         return ids, edges
 
-    def unrelate(self, from_id: int, to_id: int, label: str) -> bool:
+    def unrelate(self, from_id: int, to_id: int, label: str, user_id: str | None = None) -> bool:
+        mine, owner = rows.owned(user_id, global_records=False)
         return self._conn.execute(
-            "DELETE FROM relationships WHERE from_id = ? AND to_id = ? AND label = ?", (from_id, to_id, label)
+            f"DELETE FROM relationships WHERE from_id = ? AND to_id = ? AND label = ?{mine}", (from_id, to_id, label, *owner)
         ).rowcount > 0
 
     def delete_expired(self, now: str, limit: int) -> list[int]:

@@ -323,6 +323,14 @@ MIGRATIONS: list[list[str | Callable[[sqlite3.Connection], None]]] = [
     ],
     # A claim looks up the other jobs of each record it takes (one record in flight once).
     ["CREATE INDEX idx_outbox_record ON embedding_outbox(collection, ref_id) WHERE dead_at IS NULL"],
+    # A relationship's owner is part of what it is, as an entity's is: each owner ('' for none) has
+    # at most one open edge of a triple, so one user's fact between shared entities neither blocks
+    # nor is replaced by another user's.
+    [
+        "DROP INDEX idx_relationships_open",
+        "CREATE UNIQUE INDEX idx_relationships_open ON relationships(from_id, to_id, label, ifnull(user_id, ''))"
+        " WHERE valid_to IS NULL",
+    ],
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -103,19 +103,22 @@ class RelationshipController(Controller):
                                                          as_of=as_of_param(as_of))
         return wire(page, RelationshipCursorPage)
 
-    @post("/", summary="Upsert a relationship by (fromId, toId, label): 201 created, 200 updated",
+    @post("/", summary="Upsert a relationship by (fromId, toId, label, userId): 201 created, 200 updated",
           responses={**errors(400, 404, 413, 422),
                      200: ResponseSpec(RelationshipOut, description="An existing relationship, updated")},
-          description=('Both entities must exist. A triple has at most one open edge (no `validTo`): '
-                       'upserting it replaces its metadata and validity. `validFrom`/`validTo` (RFC 3339) say '
-                       'when the fact held; `supersedes: true` first closes the other open edges of '
-                       '(fromId, label) with the same owner at this edge\'s `validFrom` (or now), keeping them as history.'))
+          description=('Both entities must exist. Each owner (`userId`, or none) has at most one open edge '
+                       '(no `validTo`) of a triple: upserting it replaces its metadata and validity; another '
+                       'owner\'s edge of the same triple is another relationship. `validFrom`/`validTo` (RFC '
+                       '3339) say when the fact held; `supersedes: true` first closes the owner\'s other open '
+                       'edges of (fromId, label) at this edge\'s `validFrom` (or now), keeping them as history.'))
     async def upsert(self, data: UpsertRelationshipBody, entity_service: EntityService) -> Response[RelationshipOut]:
         new = new_record(data, NewRelationship)
         return await answered(lambda: entity_service.relate(new), lambda result: wire(result.item, RelationshipOut),
                               created_or_updated)
 
-    @delete("/", summary="Delete a relationship named by {fromId, toId, label} (its open and closed edges)",
+    @delete("/", summary="Delete a relationship named by {fromId, toId, label} (its open and closed edges; "
+                         "with userId, that owner's only; a key bound to a user deletes its own)",
           responses=errors(400, 404, 422), status_code=204)
     async def remove(self, data: DeleteRelationshipBody, entity_service: EntityService) -> None:
-        return await answered(lambda: entity_service.unrelate(data.from_id, data.to_id, data.label), nothing, 204)
+        return await answered(lambda: entity_service.unrelate(data.from_id, data.to_id, data.label, data.user_id),
+                              nothing, 204)

@@ -162,8 +162,9 @@ class AsyncMemoryClient:
         """Changes after ``after``; ``wait`` seconds (up to 30) for one when there are none yet."""
         return await self.send(c.events(after=after, limit=limit, wait=wait))
 
-    async def delete_relationship(self, *, from_id: int, to_id: int, label: str) -> None:
-        return await self.send(c.delete_relationship(from_id=from_id, to_id=to_id, label=label))
+    async def delete_relationship(self, *, from_id: int, to_id: int, label: str, user_id: str | None = None) -> None:
+        """Deletes every owner's edges of the triple, or with ``user_id`` that user's only."""
+        return await self.send(c.delete_relationship(from_id=from_id, to_id=to_id, label=label, user_id=user_id))
 
     # -- summaries --------------------------------------------------------------------------------
     async def create_summary(self, *, session_id: int, content: str, first_episode_id: int | None = None,

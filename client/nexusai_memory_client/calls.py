@@ -291,8 +291,9 @@ def events(*, after: int, limit: int, wait: float) -> Call[Events]:
     return Call("GET", "/events", Events, {"after": after, "limit": limit, "wait": wait or None}, wait=wait)
 
 
-def delete_relationship(*, from_id: int, to_id: int, label: str) -> Call[None]:
-    return Call("DELETE", "/relationships", None, body=_body(from_id=from_id, to_id=to_id, label=label))
+def delete_relationship(*, from_id: int, to_id: int, label: str, user_id: str | None = None) -> Call[None]:
+    return Call("DELETE", "/relationships", None, body=_body(from_id=from_id, to_id=to_id, label=label,
+                                                           user_id=user_id))
 
 
 # -- summaries ------------------------------------------------------------------------------------

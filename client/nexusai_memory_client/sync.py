@@ -159,8 +159,9 @@ class MemoryClient:
         """Changes after ``after``; ``wait`` seconds (up to 30) for one when there are none yet."""
         return self.send(c.events(after=after, limit=limit, wait=wait))
 
-    def delete_relationship(self, *, from_id: int, to_id: int, label: str) -> None:
-        return self.send(c.delete_relationship(from_id=from_id, to_id=to_id, label=label))
+    def delete_relationship(self, *, from_id: int, to_id: int, label: str, user_id: str | None = None) -> None:
+        """Deletes every owner's edges of the triple, or with ``user_id`` that user's only."""
+        return self.send(c.delete_relationship(from_id=from_id, to_id=to_id, label=label, user_id=user_id))
 
     # -- summaries --------------------------------------------------------------------------------
     def create_summary(self, *, session_id: int, content: str, first_episode_id: int | None = None,

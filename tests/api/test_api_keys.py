@@ -223,16 +223,24 @@ def test_mcp_refuses_a_host_it_does_not_serve(app_client):
     assert foreign.status_code == 403
 
 
-def test_a_bound_key_cannot_replace_another_owners_edge_between_global_entities(app_client):
+def test_another_owners_edge_between_global_entities_neither_blocks_nor_is_changed_by_a_bound_key(app_client):
+    # u1 relating, superseding or deleting the triple u2 holds touches u1's own edge only, and
+    # answers as if u2's did not exist.
     one = app_client.post("/entities", json={"name": "Lisbon", "type": "city"}).json()
     two = app_client.post("/entities", json={"name": "Porto", "type": "city"}).json()
+    three = app_client.post("/entities", json={"name": "Braga", "type": "city"}).json()
     edge = {"fromId": one["id"], "toId": two["id"], "label": "near"}
-    app_client.post("/relationships", json={**edge, "userId": "u2", "metadata": {"by": "u2"}})
-    key = issue(app_client, userId="u1")
-    refused = app_client.post("/relationships", headers=bearer(key), json={**edge, "userId": "u1"})
-    assert refused.status_code in (403, 404)
+    theirs = app_client.post("/relationships", json={**edge, "userId": "u2", "metadata": {"by": "u2"}}).json()
+    app_client.post("/relationships", json={**edge, "toId": three["id"], "userId": "u2"})
+    key = bearer(issue(app_client, userId="u1"))
+    assert app_client.request("DELETE", "/relationships", headers=key, json=edge).status_code == 404
+    mine = app_client.post("/relationships", headers=key, json={**edge, "userId": "u1", "supersedes": True})
+    assert mine.status_code == 201 and mine.json()["id"] != theirs["id"] and mine.json()["userId"] == "u1"
+    assert app_client.request("DELETE", "/relationships", headers=key, json={**edge, "userId": "u2"}).status_code == 403
+    assert app_client.request("DELETE", "/relationships", headers=key, json=edge).status_code == 204
     kept = app_client.get(f"/entities/{one['id']}/relationships").json()
-    assert [(r["userId"], r["metadata"]) for r in kept] == [("u2", {"by": "u2"})]
+    assert sorted((r["userId"], r["toId"], r.get("validTo"), r["metadata"]) for r in kept) == [
+        ("u2", two["id"], None, {"by": "u2"}), ("u2", three["id"], None, {})]
 
 
 def test_an_open_service_issues_no_keys_over_http(client):
@@ -268,8 +276,8 @@ def test_creating_a_key_refuses_an_idempotency_key_instead_of_ignoring_it(app_cl
 
 
 def test_a_bound_key_cannot_rewrite_another_users_closed_edge_by_its_valid_from(app_client, world):
-    # On global entities the triple has no owner in it: an edge u1 closed, found again by the
-    # validFrom it began at, is u1's to change, not u2's.
+    # An edge u1 closed, named again by the triple and the validFrom it began at, is u1's: u2's
+    # upsert makes u2's own edge.
     city = app_client.post("/entities", json={"name": "Porto", "type": "city"}).json()
     span = {"fromId": world["global"]["id"], "toId": city["id"], "label": "held_in",
             "validFrom": "2020-01-01T00:00:00Z", "validTo": "2021-01-01T00:00:00Z"}
@@ -277,7 +285,7 @@ def test_a_bound_key_cannot_rewrite_another_users_closed_edge_by_its_valid_from(
     u2 = issue(app_client, userId="u2")
     answer = app_client.post("/relationships", json={**span, "userId": "u2", "metadata": {"by": "u2"}},
                              headers=bearer(u2))
-    assert answer.status_code in (403, 404) and "u1" not in answer.text
+    assert answer.status_code == 201 and answer.json()["id"] != edge["id"] and "u1" not in answer.text
     [kept] = [r for r in app_client.get(f"/entities/{world['global']['id']}/relationships").json()
               if r["id"] == edge["id"]]
     assert kept["metadata"] == {"by": "u1"}

@@ -87,16 +87,32 @@ async def test_supersedes_closes_only_the_edges_of_the_same_owner(store: Store) 
     assert [v.op for v in await store.history.of_record("relationships", bobs.id, 0, 10)] == []
 
 
-async def test_supersedes_on_an_upserted_edge_closes_the_edges_of_that_edges_owner(store: Store) -> None:
-    # Relating a triple that has an open global edge updates that edge, which stays global: its
-    # supersedes then ends global facts only, not the user's own.
+async def test_each_owner_has_its_own_open_edge_of_a_triple(store: Store) -> None:
+    # The owner is part of what a relationship is, as of an entity: a user relating a triple that
+    # has a global or another user's open edge makes the user's own, and upserts only that one.
     lisbon, portugal, france = await entities(store, "Lisbon", "Portugal", "France")
-    global_edge = (await relate(store, NewRelationship(lisbon, portugal, "in"))).item
-    alices = (await relate(store, NewRelationship(lisbon, france, "in", user_id="alice"))).item
-    again = await relate(store, NewRelationship(lisbon, portugal, "in", user_id="alice", supersedes=True))
-    assert again.item.id == global_edge.id and again.item.user_id is None
-    [kept] = [r for r in await store.entities.relationships_of(lisbon, "out") if r.id == alices.id]
-    assert kept.valid_to is None
+    global_edge = (await relate(store, NewRelationship(lisbon, portugal, "in", metadata={"by": "all"}))).item
+    bobs = (await relate(store, NewRelationship(lisbon, portugal, "in", user_id="bob", metadata={"by": "bob"}))).item
+    alices_france = (await relate(store, NewRelationship(lisbon, france, "in", user_id="alice"))).item
+    alices = await relate(store, NewRelationship(lisbon, portugal, "in", user_id="alice", supersedes=True))
+    assert alices.created and alices.item.id not in (global_edge.id, bobs.id) and alices.item.user_id == "alice"
+    again = await relate(store, NewRelationship(lisbon, portugal, "in", user_id="bob", metadata={"by": "bob, again"}))
+    assert not again.created and again.item.id == bobs.id
+    edges = {r.id: r for r in await store.entities.relationships_of(lisbon, "out")}
+    assert edges[alices_france.id].valid_to is not None  # her own other fact of (Lisbon, in) ends
+    assert edges[global_edge.id].valid_to is None and edges[global_edge.id].metadata == {"by": "all"}
+    assert edges[bobs.id].valid_to is None and edges[bobs.id].metadata == {"by": "bob, again"}
+
+
+async def test_unrelating_with_an_owner_deletes_that_owners_edges_only(store: Store) -> None:
+    lisbon, porto = await entities(store, "Lisbon", "Porto")
+    for owner in (None, "alice", "bob"):
+        await relate(store, NewRelationship(lisbon, porto, "near", user_id=owner))
+    assert await store.uow.run(lambda tx: writes.unrelate(tx, lisbon, porto, "near", "alice")) is True
+    assert await store.uow.run(lambda tx: writes.unrelate(tx, lisbon, porto, "near", "alice")) is False
+    assert sorted(str(r.user_id) for r in await store.entities.relationships_of(lisbon, "out")) == ["None", "bob"]
+    assert await store.uow.run(lambda tx: writes.unrelate(tx, lisbon, porto, "near")) is True
+    assert await store.entities.relationships_of(lisbon, "out") == []
 
 
 async def test_supersedes_without_valid_from_closes_now(store: Store) -> None:
