@@ -16,6 +16,7 @@ with the reason, so the caller knows what it is missing.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from domain.errors import Invalid, NotFound
@@ -111,11 +112,15 @@ class ContextService:
     async def build(
         self, query: str, session_id: int | None, token_budget: int, recent_episodes: int = 5,
         relevant_limit: int = 10, ranker: str | None = None, owner: Owner = Owner(), as_of: str | None = None,
+        global_records: bool = True,
     ) -> ContextPackage:
         """With ``owner`` the relevant memory comes from all of that user's (agent's) sessions, and
-        ``session_id`` may be left out (then there are no recent episodes); the entities are the
-        owner's and the global ones. ``as_of`` (a canonical timestamp; default now): the
-        relationships included are those valid at that moment (``Relationship.valid_at``)."""
+        ``session_id`` may be left out (then there are no recent episodes); the entities and
+        relationships are the user's (the owner's, else the session's) and, with
+        ``global_records``, the global ones — nothing of another user is weighed against the
+        budget, so none shows in ``tokens_used`` or ``omitted``. ``as_of`` (a canonical timestamp;
+        default now): the relationships included are those valid at that moment
+        (``Relationship.valid_at``)."""
         check_text(query, "query", maximum=MAX_QUERY)
         check_limit(token_budget, "tokenBudget", maximum=MAX_TOKEN_BUDGET)
         if not 0 <= recent_episodes <= MAX_RECENT_EPISODES:
@@ -157,10 +162,12 @@ class ContextService:
         texts = [query] + [e.text for e in (*kept_recent, *relevant, *neighbours)] + [s.content for s in summaries]
         entities: list[Entity] = []
         user = owner.user_id or (session.user_id if session is not None else None)
+        ours = lambda record: user is None or record.user_id == user or (  # noqa: E731
+            global_records and record.user_id is None)
         for entity in await self._store.entities.mentioned_in(texts, MAX_ENTITIES, user):
-            if budget.admit("entity", entity.id, estimate_tokens(entity.text), "mentioned"):
+            if ours(entity) and budget.admit("entity", entity.id, estimate_tokens(entity.text), "mentioned"):
                 entities.append(entity)
-        relationships = await self._relationships_among(entities, budget, as_of or utc_now())
+        relationships = await self._relationships_among(entities, budget, as_of or utc_now(), ours)
 
         in_time = lambda items: sorted(items, key=lambda x: (x.created_at, x.id))  # noqa: E731
         return ContextPackage(
@@ -195,14 +202,16 @@ class ContextService:
                 kept.append(episode)
         return kept
 
-    async def _relationships_among(self, entities: list[Entity], budget: _Budget, as_of: str) -> list[Relationship]:
-        """Edges touching the admitted entities valid at ``as_of`` (each once), while the budget lasts."""
+    async def _relationships_among(self, entities: list[Entity], budget: _Budget, as_of: str,
+                                   ours: Callable[[Relationship], bool]) -> list[Relationship]:
+        """Edges touching the admitted entities valid at ``as_of`` (each once) that are ``ours``,
+        while the budget lasts."""
         names = {e.id: e.name for e in entities}
         seen: set[int] = set()
         kept: list[Relationship] = []
         for entity in entities:
             for rel in await self._store.entities.relationships_of(entity.id, "both", as_of):
-                if rel.id in seen:
+                if rel.id in seen or not ours(rel):
                     continue
                 seen.add(rel.id)
                 text = f"{names.get(rel.from_id, rel.from_id)} {rel.label} {names.get(rel.to_id, rel.to_id)}"

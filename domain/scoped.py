@@ -271,7 +271,7 @@ class ScopedContext(_Scoped, ContextService):
         if session_id is not None:
             await self._session(session_id)
         package = await self._inner.build(query, session_id, token_budget, recent_episodes, relevant_limit, ranker,
-                                          owner, as_of)
+                                          owner, as_of, global_records=self._p.global_read)
         sees = self._sees
         return replace(
             package, recent_episodes=[e for e in package.recent_episodes if sees(e)],

@@ -110,6 +110,31 @@ def test_search_and_context_of_a_bound_key_hold_only_its_users_memories(app_clie
     assert refused.status_code == 403 and refused.json()["field"] == "userId"
 
 
+def test_another_users_relationships_never_weigh_in_a_bound_keys_context(app_client):
+    # u2's many edges to a shared entity were charged to u1's budget and listed in `omitted`.
+    lisbon = app_client.post("/entities", json={"name": "Lisbon", "type": "city"}).json()
+    for n in range(30):
+        friend = app_client.post("/entities", json={"name": f"Friend{n}", "type": "person", "userId": "u2"}).json()
+        app_client.post("/relationships", json={"fromId": friend["id"], "toId": lisbon["id"],
+                                                "label": "secretly_visits", "userId": "u2"})
+    ana = app_client.post("/entities", json={"name": "Ana", "type": "person", "userId": "u1"}).json()
+    mine = app_client.post("/relationships", json={"fromId": ana["id"], "toId": lisbon["id"], "label": "lives_in",
+                                                   "userId": "u1"}).json()
+    session = app_client.post("/sessions", json={"externalId": "u1-ctx", "userId": "u1"}).json()
+    app_client.post("/episodes", json={"sessionId": session["id"], "userMessage": "Ana lives in Lisbon",
+                                       "aiResponse": "noted"})
+    theirs = {r["id"] for r in app_client.get(f"/entities/{lisbon['id']}/relationships?direction=in").json()} - {
+        mine["id"]}
+    for key in (issue(app_client, userId="u1"), issue(app_client, userId="u1", globalRead=False)):
+        for budget in (60, 2000):
+            package = app_client.post("/context", headers=bearer(key), json={
+                "query": "Ana Lisbon", "tokenBudget": budget, "sessionId": session["id"]}).json()
+            omitted = {o["id"] for o in package["omitted"] if o["kind"] == "relationship"}
+            assert not omitted & theirs and "u2" not in str(package), (budget, package)
+            if budget == 2000:
+                assert {r["id"] for r in package["relationships"]} <= {mine["id"]}
+
+
 def test_a_bound_key_writes_only_as_its_user(app_client, world):
     key = issue(app_client, userId="u1")
     other = app_client.post("/sessions", headers=bearer(key), json={"externalId": "x", "userId": "u2"})
