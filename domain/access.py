@@ -152,14 +152,18 @@ def may_see(principal: Principal, user_id: str | None, agent_id: str | None = No
     return principal.agent_id is None or agent_id is None or agent_id == principal.agent_id
 
 
-def may_change(principal: Principal, user_id: str | None, agent_id: str | None = None) -> bool:
+def may_change(principal: Principal, user_id: str | None, agent_id: str | None = None, *,
+               agents: bool = True) -> bool:
     """May ``principal`` change (update, delete, add to) a record of this owner? A bound key
-    changes its owner's records only, never the global ones."""
+    changes its owner's records only, never the global ones. ``agents``: the record kind has an
+    agent (sessions and what is in them); entities and relationships belong to a user alone, so a
+    key bound to an agent changes its user's, as it creates them."""
     if WRITE not in principal.scopes:
         return False
     if not principal.bound:
         return True
-    return user_id == principal.user_id and (principal.agent_id is None or agent_id == principal.agent_id)
+    return user_id == principal.user_id and (
+        principal.agent_id is None or not agents or agent_id == principal.agent_id)
 
 
 def writing_owner(principal: Principal, owner: Owner, *, agents: bool = True) -> Owner:

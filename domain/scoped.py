@@ -57,7 +57,7 @@ class _Scoped:
     def _changeable(self, record: Any, what: str, record_id: Any) -> Any:
         """``record`` when this key may change it: another owner's is absent to it (404), one it may
         read but not change (a global record, or no ``write`` scope) is ``Forbidden``."""
-        if may_change(self._p, record.user_id, _agent(record)):
+        if may_change(self._p, record.user_id, _agent(record), agents=hasattr(record, "agent_id")):
             return record
         self._visible(record, what, record_id)
         require(self._p, WRITE)

@@ -168,6 +168,23 @@ def test_scopes_limit_what_a_key_may_do(app_client, world):
     assert app_client.get(f"/sessions/{world['u2']['session']['id']}").status_code == 200
 
 
+def test_a_key_bound_to_an_agent_changes_its_users_entities_as_it_creates_them(app_client, world):
+    # Entities and relationships belong to a user alone: the agent's key upserted them but got a
+    # 403 on PATCH and DELETE, even of those it had made. An agent's sessions stay its own.
+    agent = bearer(issue(app_client, userId="u1", agentId="a1"))
+    person = world["u1"]["person"]
+    assert app_client.patch(f"/entities/{person['id']}", headers=agent, json={"notes": "by a1"}).status_code == 200
+    made = app_client.post("/entities", headers=agent, json={"name": "Kit", "type": "cat", "userId": "u1"}).json()
+    edge = {"fromId": person["id"], "toId": made["id"], "label": "has"}
+    assert app_client.post("/relationships", headers=agent, json={**edge, "userId": "u1"}).status_code == 201
+    assert app_client.request("DELETE", "/relationships", headers=agent, json=edge).status_code == 204
+    assert app_client.delete(f"/entities/{made['id']}", headers=agent).status_code == 204
+    others = app_client.post("/sessions", json={"externalId": "a2-chat", "userId": "u1", "agentId": "a2"}).json()
+    assert app_client.delete(f"/sessions/{others['id']}", headers=agent).status_code in (403, 404)
+    other_entity = world["u2"]["person"]["id"]
+    assert app_client.patch(f"/entities/{other_entity}", headers=agent, json={"notes": "x"}).status_code == 404
+
+
 def test_a_key_bound_to_an_agent_cannot_forget_its_user(app_client, world):
     # Forgetting u1 removes every agent's records of u1, which an agent's key cannot see.
     agents = issue(app_client, userId="u1", agentId="a1", scopes=["read", "write", "forget"])
