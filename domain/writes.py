@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from domain import changes
-from domain.errors import Invalid
+from domain.errors import Conflict, Invalid
 from domain.models import (
     Entity, EntityChanges, Episode, EpisodeChanges, Metadata, NewEntity, NewEpisode, NewRelationship,
     NewSummary, Owner, Relationship, Session, Summary, SummaryChanges, Upserted, check_changes, utc_now,
@@ -150,6 +150,10 @@ def relate(tx: Transaction, new: NewRelationship) -> Upserted[Relationship]:
     current = next((e for e in same if e.valid_to is None), None)
     before_current = (current is not None and new.valid_to is not None and current.valid_from is not None
                       and new.valid_to <= current.valid_from)
+    if target is not None and new.valid_to is None and current is not None and current.id != target.id:
+        # Reopening an edge that ended would give the triple two open edges.
+        raise Conflict(f"relationship {current.id} of this triple is open: edge {target.id}, which ended, cannot "
+                       "be reopened while it is (give validTo, or close the open one first)", field="validTo")
     if new.supersedes:
         begins = new.valid_from or utc_now()
         for old in tx.entities.edges(new.from_id, new.label):

@@ -104,7 +104,7 @@ class RelationshipController(Controller):
         return wire(page, RelationshipCursorPage)
 
     @post("/", summary="Upsert a relationship by (fromId, toId, label, userId): 201 created, 200 updated",
-          responses={**errors(400, 404, 413, 422),
+          responses={**errors(400, 404, 409, 413, 422),
                      200: ResponseSpec(RelationshipOut, description="An existing relationship, updated")},
           description=('Both entities must exist. Each owner (`userId`, or none) has at most one open edge '
                        '(no `validTo`) of a triple: upserting it replaces its metadata and validity; another '

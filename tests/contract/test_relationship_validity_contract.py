@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from domain import writes
-from domain.errors import Invalid
+from domain.errors import Conflict, Invalid
 from domain.listing import ListQuery
 from domain.models import NewEntity, NewRelationship
 from ports.store import Store
@@ -169,3 +169,14 @@ async def test_an_end_before_the_open_edge_began_is_a_past_edge_not_a_closing(st
     assert past.created and (past.item.valid_from, past.item.valid_to) == (None, Y2021)
     [still_open] = [r for r in await store.entities.relationships_of(a, "out") if r.id == current.id]
     assert still_open.valid_to is None
+
+
+async def test_an_edge_that_ended_is_not_reopened_while_the_triple_has_an_open_one(store: Store) -> None:
+    ada, acme = await entities(store, "Ada", "Acme")
+    past = (await relate(store, NewRelationship(ada, acme, "works_at", valid_from=Y2020, valid_to=Y2023))).item
+    await relate(store, NewRelationship(ada, acme, "works_at", valid_from=Y2023))
+    with pytest.raises(Conflict) as refused:
+        await relate(store, NewRelationship(ada, acme, "works_at", valid_from=Y2020))
+    assert refused.value.field == "validTo"
+    [kept] = [r for r in await store.entities.relationships_of(ada, "out") if r.id == past.id]
+    assert kept.valid_to == Y2023
