@@ -164,7 +164,7 @@ class ContextService:
         user = owner.user_id or (session.user_id if session is not None else None)
         ours = lambda record: user is None or record.user_id == user or (  # noqa: E731
             global_records and record.user_id is None)
-        for entity in await self._store.entities.mentioned_in(texts, MAX_ENTITIES, user):
+        for entity in await self._store.entities.mentioned_in(texts, MAX_ENTITIES, user, global_records):
             if ours(entity) and budget.admit("entity", entity.id, estimate_tokens(entity.text), "mentioned"):
                 entities.append(entity)
         relationships = await self._relationships_among(entities, budget, as_of or utc_now(), ours)

@@ -31,9 +31,11 @@ class Entities(Protocol):
         exact matches first, then by name, then id; ``user_id`` and ``global_records`` as in ``by_type``."""
         ...
 
-    async def mentioned_in(self, texts: Sequence[str], limit: int, user_id: str | None = None) -> list[Entity]:
+    async def mentioned_in(self, texts: Sequence[str], limit: int, user_id: str | None = None,
+                           global_records: bool = True) -> list[Entity]:
         """Entities whose name occurs (case-insensitively, as a whole word) in any of ``texts``, by id;
-        with ``user_id``, only that user's entities and the global ones (no owner)."""
+        with ``user_id``, only that user's entities and the global ones (no owner) unless
+        ``global_records`` is False."""
         ...
 
     async def relationships_of(self, entity_id: int, direction: Direction,

@@ -43,10 +43,11 @@ class MemoryEntities:
         found.sort(key=lambda e: (e.name.casefold() != needle, e.name, e.id))
         return found[:limit]
 
-    async def mentioned_in(self, texts: Sequence[str], limit: int, user_id: str | None = None) -> list[Entity]:
+    async def mentioned_in(self, texts: Sequence[str], limit: int, user_id: str | None = None,
+                           global_records: bool = True) -> list[Entity]:
         haystack = "\n".join(texts).casefold()
         found = [e for e in sorted(self._s.entities.values(), key=lambda e: e.id)
-                 if e.name and live(e) and (user_id is None or e.user_id in (None, user_id))
+                 if e.name and live(e) and _owned(e, user_id, global_records)
                  and re.search(rf"(?<!\w){re.escape(e.name.casefold())}(?!\w)", haystack)]
         return found[:limit]
 

@@ -40,15 +40,16 @@ class SqliteEntities(Reads):
             (needle, utc_now(), *owner, needle, limit), rows.entity_of,
         )
 
-    async def mentioned_in(self, texts: Sequence[str], limit: int, user_id: str | None = None) -> list[Entity]:
+    async def mentioned_in(self, texts: Sequence[str], limit: int, user_id: str | None = None,
+                           global_records: bool = True) -> list[Entity]:
         haystack = "\n".join(texts).casefold()
         if not haystack.strip():
             return []
-        mine = "" if user_id is None else " AND (user_id IS NULL OR user_id = ?)"
+        mine, owner = rows.owned(user_id, global_records)
         found = await self._all(
             f"SELECT * FROM entities WHERE length(name) > 0 AND instr(?, casefold(name)) > 0 AND {rows.live()}{mine}"
             " ORDER BY id",
-            (haystack, utc_now(), *(() if user_id is None else (user_id,))), rows.entity_of,
+            (haystack, utc_now(), *owner), rows.entity_of,
         )
         words = [e for e in found if re.search(rf"(?<!\w){re.escape(e.name.casefold())}(?!\w)", haystack)]
         return words[:limit]

@@ -163,7 +163,8 @@ class AsyncMemoryClient:
         return await self.send(c.events(after=after, limit=limit, wait=wait))
 
     async def delete_relationship(self, *, from_id: int, to_id: int, label: str, user_id: str | None = None) -> None:
-        """Deletes every owner's edges of the triple, or with ``user_id`` that user's only."""
+        """Deletes the triple's edges of ``user_id``, else of every owner (with a key bound to a
+        user: its own)."""
         return await self.send(c.delete_relationship(from_id=from_id, to_id=to_id, label=label, user_id=user_id))
 
     # -- summaries --------------------------------------------------------------------------------

@@ -185,6 +185,42 @@ def test_a_key_bound_to_an_agent_changes_its_users_entities_as_it_creates_them(a
     assert app_client.patch(f"/entities/{other_entity}", headers=agent, json={"notes": "x"}).status_code == 404
 
 
+def test_a_bound_key_deleting_a_triple_it_holds_only_globally_is_refused_not_told_it_is_absent(app_client):
+    one = app_client.post("/entities", json={"name": "Lisbon", "type": "city"}).json()
+    two = app_client.post("/entities", json={"name": "Porto", "type": "city"}).json()
+    edge = {"fromId": one["id"], "toId": two["id"], "label": "near"}
+    app_client.post("/relationships", json=edge)
+    app_client.post("/relationships", json={**edge, "userId": "u2"})
+    key = bearer(issue(app_client, userId="u1"))
+    assert app_client.request("DELETE", "/relationships", headers=key, json=edge).status_code == 403
+    assert app_client.request("DELETE", "/relationships", json={**edge, "userId": "u2"}).status_code == 204
+    assert [r.get("userId") for r in app_client.get(f"/entities/{one['id']}/relationships").json()] == [None]
+
+
+def test_an_agents_keyword_search_finds_its_few_episodes_among_its_users_many(app_client):
+    # The index narrows to the user; the agent's own (or no agent's) are picked from a deeper list.
+    busy = app_client.post("/sessions", json={"externalId": "a2", "userId": "u1", "agentId": "a2"}).json()
+    app_client.post("/episodes/batch", json={"episodes": [
+        {"sessionId": busy["id"], "userMessage": "kite kite", "aiResponse": "kite"}] * 50})
+    mine = app_client.post("/sessions", json={"externalId": "a1", "userId": "u1", "agentId": "a1"}).json()
+    episode = app_client.post("/episodes", json={"sessionId": mine["id"], "userMessage": "a kite",
+                                                 "aiResponse": "on a long windy day at the beach"}).json()
+    key = bearer(issue(app_client, userId="u1", agentId="a1"))
+    hits = app_client.get("/episodes/search?q=kite&limit=5", headers=key).json()["results"]
+    assert [h["episode"]["id"] for h in hits] == [episode["id"]]
+
+
+def test_an_unbound_key_without_global_read_still_gets_global_entities_in_context(app_client):
+    # globalRead binds only keys bound to a user: an unbound key reads everything.
+    session = app_client.post("/sessions", json={"externalId": "plain"}).json()
+    app_client.post("/episodes", json={"sessionId": session["id"], "userMessage": "I love Lisbon", "aiResponse": "ok"})
+    app_client.post("/entities", json={"name": "Lisbon", "type": "city"})
+    key = bearer(issue(app_client, globalRead=False))
+    package = app_client.post("/context", headers=key, json={"query": "Lisbon", "sessionId": session["id"],
+                                                             "tokenBudget": 500}).json()
+    assert [e["name"] for e in package["entities"]] == ["Lisbon"]
+
+
 def test_a_key_bound_to_an_agent_cannot_forget_its_user(app_client, world):
     # Forgetting u1 removes every agent's records of u1, which an agent's key cannot see.
     agents = issue(app_client, userId="u1", agentId="a1", scopes=["read", "write", "forget"])

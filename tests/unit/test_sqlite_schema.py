@@ -238,3 +238,14 @@ def test_an_entity_is_unique_per_owner_and_no_owner_keeps_the_global_rule(migrat
     for owner in ("u1", None):
         with pytest.raises(sqlite3.IntegrityError):
             migrated.execute(insert, ("Ada", "person", owner, NOW, NOW))
+
+
+def test_each_owner_has_at_most_one_open_edge_of_a_triple(migrated: sqlite3.Connection) -> None:
+    a, b = an_entity(migrated, "Lisbon", "city"), an_entity(migrated, "Porto", "city")
+    insert = ("INSERT INTO relationships(from_id, to_id, label, created_at, user_id, valid_to) VALUES (?, ?, 'near', ?, ?, ?)")
+    for owner in (None, "u1", "u2"):
+        migrated.execute(insert, (a, b, NOW, owner, None))
+    migrated.execute(insert, (a, b, NOW, "u1", NOW))  # a closed one beside the open one
+    for owner in (None, "u1"):
+        with pytest.raises(sqlite3.IntegrityError):
+            migrated.execute(insert, (a, b, NOW, owner, None))
