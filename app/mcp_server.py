@@ -299,10 +299,11 @@ def build_server(container: Container, wrote: Callable[[], None] = lambda: None)
     async def relate(from_id: EntityId, label: Name, to_id: EntityId, metadata: Metadata = None,
                      supersedes: bool = False, valid_from: str | None = None,
                      idempotency_key: IdempotencyKey = None) -> Result:
-        """Connect two entities with a labelled, directed relationship (e.g. Ana -lives_in-> Lisbon);
-        the same (from, label, to) again updates its metadata. When a fact replaces an older one
-        (Ana moved: -lives_in-> Porto), pass `supersedes=true`: the old edge is closed (kept, with
-        its end time) instead of both looking current (only edges of the same owner are closed). `valid_from`: when it became true (RFC 3339)."""
+        """Connect two entities with a labelled, directed relationship (e.g. Ana -lives_in-> Lisbon),
+        owned by this key's user; the same (from, label, to) again updates its metadata. When a fact
+        replaces an older one (Ana moved: -lives_in-> Porto), pass `supersedes=true`: the old edge
+        is closed (kept, with its end time) instead of both looking current; another user's edges
+        are never touched. `valid_from`: when it became true (RFC 3339)."""
         try:
             begins = wire_timestamp(valid_from, "valid_from")
         except ValueError as exc:
