@@ -162,10 +162,11 @@ class ContextService:
         texts = [query] + [e.text for e in (*kept_recent, *relevant, *neighbours)] + [s.content for s in summaries]
         entities: list[Entity] = []
         user = owner.user_id or (session.user_id if session is not None else None)
+        # The store narrows the entities; their relationships are narrowed here, by the same rule.
         ours = lambda record: user is None or record.user_id == user or (  # noqa: E731
             global_records and record.user_id is None)
         for entity in await self._store.entities.mentioned_in(texts, MAX_ENTITIES, user, global_records):
-            if ours(entity) and budget.admit("entity", entity.id, estimate_tokens(entity.text), "mentioned"):
+            if budget.admit("entity", entity.id, estimate_tokens(entity.text), "mentioned"):
                 entities.append(entity)
         relationships = await self._relationships_among(entities, budget, as_of or utc_now(), ours)
 
